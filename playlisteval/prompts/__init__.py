@@ -1,0 +1,1 @@
+"""Prompt templates (one Jinja2 file per role) and their response schemas."""

@@ -1,0 +1,333 @@
+"""The store's tables (DESIGN "Data model"). The store is the source of truth; the queue carries ids.
+
+JSON columns hold model outputs and records exactly as produced, so they stay auditable.
+Vectors are float32 blobs with the hash of the content they were computed from.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import JSON, Column, LargeBinary, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def now() -> float:
+    return time.time()
+
+
+class SchemaMigration(SQLModel, table=True):
+    __tablename__ = "schema_migration"
+    name: str = Field(primary_key=True)
+    applied_at: float = Field(default_factory=now)
+
+
+class KeyValue(SQLModel, table=True):
+    """Small shared settings every worker must see (the build budget, the pause flag)."""
+
+    __tablename__ = "kv"
+    key: str = Field(primary_key=True)
+    value: str
+
+
+class Domain(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+
+
+class Playlist(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("domain_id", "name"),)
+    id: int | None = Field(default=None, primary_key=True)
+    domain_id: int = Field(foreign_key="domain.id", index=True)
+    name: str
+    source: str | None = None
+
+
+class Video(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("playlist_id", "path"),)
+    id: int | None = Field(default=None, primary_key=True)
+    playlist_id: int = Field(foreign_key="playlist.id", index=True)
+    path: str
+    title: str
+    position: int = 0
+    url: str | None = None
+    sha256: str | None = None
+    duration: float | None = None
+    codec: str | None = None
+    width: int | None = None
+    height: int | None = None
+    captions_path: str | None = None
+    # new → indexed; or skipped (missing/corrupt/silent…) / duplicate (SPEC A7), with the reason
+    status: str = Field(default="new", index=True)
+    reason: str | None = None
+
+
+class Chunk(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("video_id", "idx"),)
+    id: int | None = Field(default=None, primary_key=True)
+    video_id: int = Field(foreign_key="video.id", index=True)
+    idx: int
+    start: float
+    end: float
+    transcript: str = ""
+    transcript_source: str = ""  # captions / pocketsphinx / qwen3-asr / …
+    ocr_text: str = ""
+
+
+class ChunkVector(SQLModel, table=True):
+    __tablename__ = "chunk_vector"
+    __table_args__ = (UniqueConstraint("chunk_id", "embedder"),)
+    id: int | None = Field(default=None, primary_key=True)
+    chunk_id: int = Field(foreign_key="chunk.id", index=True)
+    embedder: str = Field(index=True)
+    dim: int
+    content_hash: str
+    vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+class Segment(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("video_id", "idx", "embedder"),)
+    id: int | None = Field(default=None, primary_key=True)
+    video_id: int = Field(foreign_key="video.id", index=True)
+    idx: int
+    embedder: str
+    start: float
+    end: float
+    first_chunk: int
+    last_chunk: int
+    vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    duplicate_of: int | None = None
+
+
+class Seed(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("segment1_id", "segment2_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    domain_id: int = Field(foreign_key="domain.id", index=True)
+    segment1_id: int = Field(foreign_key="segment.id")
+    segment2_id: int = Field(foreign_key="segment.id")
+    similarity: float
+
+
+class Item(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    seed_id: int = Field(foreign_key="seed.id", unique=True)
+    state: str = Field(default="pending", index=True)
+    phase1_attempts: int = 0
+    phase2_attempts: int = 0
+    phase2_on_question: int = 0
+    failed_from: str | None = None
+    current_qa_id: int | None = None
+    current_set_id: int | None = None
+    lease_owner: str | None = None
+    lease_expires: float | None = Field(default=None, index=True)
+    claims: int = 0  # claims since the last committed step: a worker-killing item is poison
+    version: int = 0
+    error: str | None = None
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+
+
+class ItemEvent(SQLModel, table=True):
+    """One row per committed step. (item_id, version) is unique: a step is never committed twice."""
+
+    __tablename__ = "item_event"
+    __table_args__ = (UniqueConstraint("item_id", "version"),)
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True)
+    version: int
+    from_state: str
+    event: str
+    to_state: str
+    worker: str | None = None
+    at: float = Field(default_factory=now)
+
+
+class QA(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("item_id", "attempt"),)
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True)
+    attempt: int  # Phase I attempt number for the seed (1-based)
+    question: str = ""
+    answer: str = ""
+    keyword: str = ""
+    payload: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    template: str = ""
+    template_hash: str = ""
+    malformed: bool = False
+
+
+class DistractorSet(SQLModel, table=True):
+    __tablename__ = "distractor_set"
+    __table_args__ = (UniqueConstraint("item_id", "attempt"),)
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True)
+    qa_id: int = Field(foreign_key="qa.id")
+    attempt: int  # Phase II attempt number for the seed (1-based)
+    payload: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    template: str = ""
+    template_hash: str = ""
+    malformed: bool = False
+
+
+class Answer(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("set_id", "rating"),)
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: int = Field(foreign_key="distractor_set.id", index=True)
+    rating: int  # 5 = gold … 1
+    text: str
+    degraded_weight: float = 0.0
+    record: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+
+
+class GateResult(SQLModel, table=True):
+    __tablename__ = "gate_result"
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True)
+    phase: int
+    attempt: int
+    gate: str
+    verdict: str  # pass / reject
+    reason: str = ""
+    details: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    rejected_output: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    call_ids: list[int] | None = Field(default=None, sa_column=Column(JSON))
+    at: float = Field(default_factory=now)
+
+
+class ModelCall(SQLModel, table=True):
+    """The ledger: one row per model call, cache hits (0 USD) and failures included (SPEC K1)."""
+
+    __tablename__ = "model_call"
+    id: int | None = Field(default=None, primary_key=True)
+    request_hash: str = Field(index=True)
+    role: str = Field(index=True)
+    provider: str
+    model: str
+    item_id: int | None = Field(default=None, index=True)
+    run_id: int | None = None
+    purpose: str = "build"  # build / eval / index
+    status: str = Field(default="in_flight", index=True)  # in_flight / ok / cached / malformed / error / interrupted
+    cache_hit: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    gpu_seconds: float = 0.0
+    estimated_usd: float = 0.0
+    usd: float = 0.0
+    latency_s: float = 0.0
+    error: str | None = None
+    worker: str | None = None
+    created_at: float = Field(default_factory=now)
+    finished_at: float | None = None
+
+
+class ResponseCache(SQLModel, table=True):
+    __tablename__ = "response_cache"
+    request_hash: str = Field(primary_key=True)
+    provider: str
+    model: str
+    response: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: float = Field(default_factory=now)
+
+
+class RemoteFile(SQLModel, table=True):
+    """Uploaded media (e.g. Gemini Files API) reused while it is valid."""
+
+    __tablename__ = "remote_file"
+    __table_args__ = (UniqueConstraint("provider", "fingerprint"),)
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str
+    fingerprint: str
+    remote_name: str
+    uri: str = ""
+    expires_at: float | None = None
+
+
+class Pair(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("item_id", "better_rating", "worse_rating"),)
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", index=True)
+    set_id: int = Field(foreign_key="distractor_set.id")
+    better_rating: int
+    worse_rating: int
+    gap: int
+    difficulty: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    kept: bool | None = None
+
+
+class Benchmark(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    seed: int = 0
+    settings: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    created_at: float = Field(default_factory=now)
+
+
+class BenchmarkPair(SQLModel, table=True):
+    __tablename__ = "benchmark_pair"
+    __table_args__ = (UniqueConstraint("benchmark_id", "pair_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id")
+    a_is_better: bool = True  # SPEC G5: side drawn once per pair from a shared seed
+
+
+class JudgeRun(SQLModel, table=True):
+    __tablename__ = "judge_run"
+    id: int | None = Field(default=None, primary_key=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    judge: str
+    evidence: str = "retrieved"  # retrieved / uniform / oracle
+    scope: str = "domain"
+    swapped: bool = False
+    settings: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    created_at: float = Field(default_factory=now)
+
+
+class Judgment(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("run_id", "pair_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="judge_run.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id")
+    a_is_better: bool
+    verdict: str | None = None  # A / B / None (no verdict)
+    score: float = 0.0  # 1, 0, or 0.5 for no verdict (SPEC G4)
+    raw: str = ""
+
+
+class RetrievalRun(SQLModel, table=True):
+    __tablename__ = "retrieval_run"
+    id: int | None = Field(default=None, primary_key=True)
+    embedder: str
+    k: int = 10
+    settings: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    created_at: float = Field(default_factory=now)
+
+
+class Ranking(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("run_id", "item_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="retrieval_run.id", index=True)
+    item_id: int = Field(foreign_key="item.id")
+    rank1: int
+    rank2: int
+    n_segments: int
+
+
+class HumanTask(SQLModel, table=True):
+    __tablename__ = "human_task"
+    id: int | None = Field(default=None, primary_key=True)
+    pair_id: int = Field(foreign_key="pair.id", index=True)
+    intended_slot: str = "A"
+    attention_check: bool = False
+    clips: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+
+
+class HumanRating(SQLModel, table=True):
+    __tablename__ = "human_rating"
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="human_task.id", index=True)
+    annotator: str
+    choice: str
+    reason: str = ""
