@@ -47,6 +47,7 @@ class MediaSettings(_Section):
 
 class IndexSettings(_Section):
     chunk_s: float = 30
+    min_last_chunk_s: float = 5
     segment_min_s: float = 600
     segment_max_s: float = 1800
     embedder: str = "minilm"
@@ -58,6 +59,7 @@ class IndexSettings(_Section):
     seed_min_gap_s: float = 240
     seeds_same_playlist: bool = True
     asr: str = "pocketsphinx"
+    exact_search_max: int = 5000
 
 
 class BuildSettings(_Section):

@@ -1,0 +1,14 @@
+"""Read a ranking reply ({rankings: [{rank, candidate_index, reasoning}]}) into an order of ratings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ranked_ratings(parsed: dict[str, Any], ratings_by_index: list[int]) -> list[int] | None:
+    """The candidates' ratings from rank 1 down; None when the ranking is incomplete or inconsistent."""
+    entries = sorted(parsed.get("rankings", []), key=lambda e: e.get("rank", 0))
+    indices = [e.get("candidate_index") for e in entries]
+    if sorted(i for i in indices if isinstance(i, int)) != list(range(len(ratings_by_index))):
+        return None
+    return [ratings_by_index[i] for i in indices]  # type: ignore[index]

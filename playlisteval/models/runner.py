@@ -1,0 +1,287 @@
+"""The one place a model is called (DESIGN 3–6): cache, budget, ledger, retries, rate limits, parsing.
+
+For each request: a cache hit returns the stored answer (ledger row, 0 USD). Otherwise, before every
+paid try, one short transaction checks the budget and reserves a ledger row with the estimated cost;
+the try's actual usage and cost replace the estimate when it ends. Transient errors are retried with
+exponential backoff and jitter that honours Retry-After; malformed output is retried with a repair note
+a bounded number of times, then returned as ``malformed`` for the caller to reject on. The answer is
+cached before the caller moves the item, so a crash after the call costs nothing on resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+from sqlalchemy import func, update
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from playlisteval.config import Settings
+from playlisteval.errors import BudgetExceeded, PermanentModelError, TransientModelError
+from playlisteval.models import pricing
+from playlisteval.models.ratelimit import RateLimits
+from playlisteval.models.registry import Registry, split_spec
+from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply, TextPart, Usage
+from playlisteval.prompts.schemas import SCHEMAS
+from playlisteval.store import transaction
+from playlisteval.store.tables import KeyValue, ModelCall, ResponseCache, now
+
+log = structlog.get_logger(__name__)
+
+BUDGET_KEY = "budget_usd"
+PAUSED_KEY = "paused"
+_PAID_DONE = ("ok", "malformed", "error")
+_PAID_OPEN = ("in_flight", "interrupted")
+
+
+def fingerprint(path: str) -> str:
+    """A media file's identity for the cache: path, size and modification time."""
+    try:
+        st = Path(path).stat()
+        return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return f"{path}:missing"
+
+
+def request_hash(spec: str, request: ModelRequest) -> str:
+    parts: list[Any] = []
+    for part in request.parts:
+        data = part.model_dump()
+        if "path" in data:
+            data["fingerprint"] = fingerprint(data["path"])
+        parts.append(data)
+    body = {
+        "spec": spec,
+        "role": request.role,
+        "parts": parts,
+        "schema": request.response_schema,
+        "settings": request.settings.model_dump(),
+        "template_hash": request.template_hash,
+        "attempt": request.attempt,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def extract_json(text: str) -> Any:
+    """The JSON object in a reply, tolerating a Markdown code fence around it."""
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    candidate = fenced.group(1) if fenced else text
+    start, end = candidate.find("{"), candidate.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("no JSON object in the reply")
+    return json.loads(candidate[start : end + 1])
+
+
+def _spent(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
+    """Money spent or committed: finished calls at cost, open ones at their estimate."""
+    done = session.exec(
+        select(func.coalesce(func.sum(ModelCall.usd), 0.0)).where(
+            ModelCall.purpose == purpose, ModelCall.status.in_(_PAID_DONE)  # type: ignore[attr-defined]
+        )
+    ).one()
+    open_query = select(func.coalesce(func.sum(ModelCall.estimated_usd), 0.0)).where(
+        ModelCall.purpose == purpose, ModelCall.status.in_(_PAID_OPEN)  # type: ignore[attr-defined]
+    )
+    if exclude_hash is not None:
+        open_query = open_query.where(ModelCall.request_hash != exclude_hash)
+    return float(done) + float(session.exec(open_query).one())
+
+
+def spent_usd(engine: Engine, purpose: str = "build") -> float:
+    with transaction(engine) as s:
+        return _spent(s, purpose)
+
+
+class Runner:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        *,
+        registry: Registry | None = None,
+        rate_limits: RateLimits | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        worker: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.registry = registry or Registry(settings)
+        self.rate_limits = rate_limits or RateLimits(settings)
+        self.sleep = sleep
+        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}"
+        self._rng = random.Random()
+
+    # -- public ----------------------------------------------------------------------------------
+    def call(self, request: ModelRequest, model: str | None = None) -> ModelResponse:
+        spec = model or self.settings.model_for(request.role)
+        provider_name, model_name = split_spec(spec)
+        key = request_hash(spec, request)
+        cached = self._cached(key, spec, request)
+        if cached is not None:
+            return cached
+        schema = SCHEMAS[request.response_schema] if request.response_schema else None
+        provider = self.registry.get(provider_name)
+        price = self.settings.price_for(spec)
+        total = Usage()
+        repair_note: str | None = None
+        malformed_reason: str | None = None
+        transient_tries = 0
+        malformed_tries = 0
+        while True:
+            attempt_request = request if repair_note is None else request.model_copy(
+                update={"parts": [*request.parts, TextPart(text=repair_note)]}
+            )
+            estimate = pricing.usd(price, pricing.estimate_usage(attempt_request))
+            call_id = self._reserve(key, spec, request, estimate)
+            started = time.monotonic()
+            try:
+                with self.rate_limits.slot(provider_name, estimate_tokens=pricing.estimate_usage(request)):
+                    reply = provider.complete(model_name, attempt_request, schema, self.settings.runner.timeout_s)
+            except TransientModelError as exc:
+                self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
+                transient_tries += 1
+                if transient_tries >= self.settings.runner.max_attempts:
+                    raise
+                self.sleep(self._backoff(transient_tries, exc.retry_after))
+                continue
+            except PermanentModelError as exc:
+                self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
+                raise
+            except Exception as exc:  # a provider bug is permanent for this call, and on the ledger
+                self._finish(call_id, "error", Usage(), 0.0, started, error=f"{type(exc).__name__}: {exc}")
+                raise PermanentModelError(f"{spec}: {type(exc).__name__}: {exc}") from exc
+            cost = pricing.usd(price, reply.usage)
+            total = _add(total, reply.usage)
+            parsed, problem = self._parse(reply, schema)
+            if problem is None:
+                self._finish(call_id, "ok", reply.usage, cost, started)
+                return self._store(key, spec, reply, parsed, total, call_id, None)
+            malformed_tries += 1
+            malformed_reason = problem
+            if malformed_tries > self.settings.build.malformed_retries:
+                self._finish(call_id, "malformed", reply.usage, cost, started, error=problem)
+                return self._store(key, spec, reply, None, total, call_id, malformed_reason)
+            self._finish(call_id, "malformed", reply.usage, cost, started, error=problem)
+            repair_note = (
+                "Your previous reply could not be used: "
+                f"{problem[:300]}. Reply again with only the JSON object the schema asks for."
+            )
+
+    # -- steps -----------------------------------------------------------------------------------
+    def _cached(self, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
+        provider, model = split_spec(spec)
+        with transaction(self.engine) as s:
+            hit = s.get(ResponseCache, key)
+            if hit is None:
+                return None
+            row = ModelCall(
+                request_hash=key, role=request.role, provider=provider, model=model,
+                item_id=request.item_id, purpose=request.purpose, status="cached", cache_hit=True,
+                worker=self.worker, finished_at=now(),
+            )
+            s.add(row)
+            s.flush()
+            response = ModelResponse.model_validate(hit.response)
+            response.cached, response.call_id, response.usd = True, row.id, 0.0
+        log.debug("model.cache_hit", role=request.role, spec=spec)
+        return response
+
+    def _reserve(self, key: str, spec: str, request: ModelRequest, estimate: float) -> int:
+        provider, model = split_spec(spec)
+        with transaction(self.engine) as s:
+            budget = budget_usd(s, self.settings)
+            if budget > 0:
+                # an open row for this very request is the one being replaced: not counted twice
+                spent = _spent(s, request.purpose, exclude_hash=key)
+                if spent + estimate > budget:
+                    raise BudgetExceeded(spent, estimate, budget)
+            # an in-flight row for this very request belongs to a worker that died mid-call
+            s.exec(
+                update(ModelCall)  # type: ignore[call-overload]
+                .where(ModelCall.request_hash == key, ModelCall.status == "in_flight")
+                .values(status="interrupted", finished_at=now())
+            )
+            row = ModelCall(
+                request_hash=key, role=request.role, provider=provider, model=model,
+                item_id=request.item_id, purpose=request.purpose, status="in_flight",
+                estimated_usd=estimate, worker=self.worker,
+            )
+            s.add(row)
+            s.flush()
+            assert row.id is not None
+            return row.id
+
+    def _finish(
+        self, call_id: int, status: str, usage: Usage, cost: float, started: float, error: str | None = None
+    ) -> None:
+        with transaction(self.engine) as s:
+            row = s.get(ModelCall, call_id)
+            if row is None:
+                return
+            row.status, row.usd, row.error = status, cost, error
+            row.input_tokens, row.output_tokens = usage.input_tokens, usage.output_tokens
+            row.thinking_tokens, row.gpu_seconds = usage.thinking_tokens, usage.gpu_seconds
+            row.latency_s = time.monotonic() - started
+            row.finished_at = now()
+            s.add(row)
+
+    def _parse(self, reply: ProviderReply, schema: Any) -> tuple[dict[str, Any] | None, str | None]:
+        if schema is None:
+            return None, None
+        try:
+            data = extract_json(reply.text)
+            return schema.model_validate(data).model_dump(), None
+        except (ValueError, ValidationError) as exc:
+            snippet = reply.text.strip().replace("\n", " ")[:80]
+            return None, f"{type(exc).__name__}: {str(exc)[:400]} (reply began: {snippet!r})"
+
+    def _store(
+        self, key: str, spec: str, reply: ProviderReply, parsed: dict[str, Any] | None, usage: Usage,
+        call_id: int, malformed_reason: str | None,
+    ) -> ModelResponse:
+        response = ModelResponse(
+            text=reply.text, parsed=parsed, usage=usage, finish_reason=reply.finish_reason, raw=reply.raw,
+            malformed=malformed_reason is not None, malformed_reason=malformed_reason, call_id=call_id,
+        )
+        provider, model = split_spec(spec)
+        with transaction(self.engine) as s:
+            if s.get(ResponseCache, key) is None:
+                s.add(ResponseCache(request_hash=key, provider=provider, model=model,
+                                    response=response.model_dump(exclude={"call_id", "cached", "usd"})))
+            row = s.get(ModelCall, call_id)
+            response.usd = row.usd if row else 0.0
+        return response
+
+    def _backoff(self, tries: int, retry_after: float | None) -> float:
+        cfg = self.settings.runner
+        wait = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** (tries - 1))
+        wait = wait / 2 + self._rng.uniform(0, wait / 2)  # jitter: workers that failed together spread out
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, cfg.backoff_max_s * 10))
+        return wait
+
+
+def budget_usd(session: Any, settings: Settings) -> float:
+    """The build budget: `build --budget` (kept in the store so every worker sees it), else config."""
+    row = session.get(KeyValue, BUDGET_KEY)
+    return float(row.value) if row is not None else float(settings.build.budget_usd)
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        thinking_tokens=a.thinking_tokens + b.thinking_tokens,
+        gpu_seconds=a.gpu_seconds + b.gpu_seconds,
+    )

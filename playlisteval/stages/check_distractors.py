@@ -1,0 +1,36 @@
+"""Phase II gates, cheapest first, stopping at the first rejection (SPEC D2 → D3 → D4)."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from playlisteval.gates import first_rejection, d2_structure, d3_text_ranking, d4_video_ranking
+from playlisteval.stages.context import StepContext, StepResult, gate_rows
+from playlisteval.stages.inputs import load_clips
+from playlisteval.state import Event
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import QA, DistractorSet, Item
+
+
+def run(ctx: StepContext) -> StepResult:
+    with transaction(ctx.engine) as s:
+        item = s.get(Item, ctx.item_id)
+        dset = s.get(DistractorSet, item.current_set_id) if item and item.current_set_id else None
+        qa = s.get(QA, dset.qa_id) if dset else None
+    if dset is None or qa is None:
+        raise LookupError(f"item {ctx.item_id} has no distractor set to check")
+    payload = dset.payload or {}
+    clips = load_clips(ctx.engine, ctx.item_id)
+    checks = (
+        lambda: d2_structure.check(payload),
+        lambda: d3_text_ranking.check(ctx, qa.question, qa.answer, payload, dset.attempt),
+        lambda: d4_video_ranking.check(ctx, qa.question, payload, clips, dset.attempt),
+    )
+    verdicts = first_rejection(checks)
+    rows = gate_rows(ctx.item_id, 2, dset.attempt, verdicts, payload)
+    last = verdicts[-1]
+
+    def write(s: Session, item: Item) -> None:
+        s.add_all(rows)
+
+    return StepResult(Event.PASSED if last.passed else Event.REJECTED, write, last.reason)

@@ -1,0 +1,172 @@
+"""Items in the store: creation, lease claims (compare-and-set) and step commits (DESIGN 1–2).
+
+A claim is one UPDATE that succeeds only if the item is still in the expected state and nobody holds
+an unexpired lease. A commit writes the stage's outputs and the next state in one transaction, and
+only if the committing worker still holds the lease it claimed: a duplicate or late delivery changes
+nothing. Every commit bumps ``version`` and appends an ``item_event`` row unique on (item, version).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, or_, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from playlisteval.state import TERMINAL, WORKING, Event, Limits, Progress, State, advance
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import Item, ItemEvent, Seed, now
+
+Writer = Callable[[Session, Item], None]
+
+
+@dataclass(frozen=True)
+class Claim:
+    item_id: int
+    state: State
+    token: str
+    progress: Progress
+    claims: int
+
+
+def progress_of(item: Item) -> Progress:
+    return Progress(
+        state=State(item.state),
+        phase1_attempts=item.phase1_attempts,
+        phase2_attempts=item.phase2_attempts,
+        phase2_on_question=item.phase2_on_question,
+        failed_from=State(item.failed_from) if item.failed_from else None,
+    )
+
+
+def _apply(item: Item, p: Progress) -> None:
+    item.state = p.state.value
+    item.phase1_attempts = p.phase1_attempts
+    item.phase2_attempts = p.phase2_attempts
+    item.phase2_on_question = p.phase2_on_question
+    item.failed_from = p.failed_from.value if p.failed_from else None
+
+
+def create_items(engine: Engine) -> list[int]:
+    """An item for every seed that has none (new playlists are picked up incrementally)."""
+    with transaction(engine) as s:
+        have = select(Item.seed_id)
+        seeds = s.exec(select(Seed.id).where(Seed.id.not_in(have)).order_by(Seed.id)).all()  # type: ignore[union-attr]
+        items = [Item(seed_id=seed_id) for seed_id in seeds]
+        s.add_all(items)
+        s.flush()
+        return [i.id for i in items if i.id is not None]
+
+
+def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float) -> Claim | None:
+    """Take the item for one step, or return None when it moved on or someone else holds it."""
+    token = f"{owner}/{uuid.uuid4().hex[:12]}"
+    t = now()
+    with transaction(engine) as s:
+        result = s.exec(
+            update(Item)  # type: ignore[call-overload]
+            .where(
+                Item.id == item_id,
+                Item.state == state.value,
+                or_(Item.lease_expires.is_(None), Item.lease_expires < t),  # type: ignore[union-attr,operator]
+            )
+            .values(lease_owner=token, lease_expires=t + lease_s, claims=Item.claims + 1, updated_at=t)
+        )
+        if result.rowcount != 1:
+            return None
+        item = s.get(Item, item_id)
+        assert item is not None
+        s.refresh(item)
+        return Claim(item_id, state, token, progress_of(item), item.claims)
+
+
+def commit(
+    engine: Engine,
+    c: Claim,
+    event: Event,
+    limits: Limits,
+    write: Writer | None = None,
+    *,
+    error: str | None = None,
+) -> State | None:
+    """Write the step's outputs and move the item; None if the lease was lost (nothing written)."""
+    with transaction(engine) as s:
+        item = s.exec(select(Item).where(Item.id == c.item_id).with_for_update()).one_or_none()
+        if item is None or item.state != c.state.value or item.lease_owner != c.token:
+            return None
+        before = progress_of(item)
+        after = advance(before, event, limits)
+        if write is not None:
+            write(s, item)
+        _apply(item, after)
+        item.version += 1
+        item.lease_owner, item.lease_expires, item.claims = None, None, 0
+        item.error = error if after.state is State.FAILED else None
+        item.updated_at = now()
+        s.add(item)
+        s.add(ItemEvent(item_id=item.id, version=item.version, from_state=before.state.value,
+                        event=event.value, to_state=after.state.value, worker=c.token.split("/")[0]))
+        return after.state
+
+
+def release(engine: Engine, c: Claim) -> None:
+    """Give the lease back without moving the item (a transient failure or a paused budget)."""
+    with transaction(engine) as s:
+        s.exec(
+            update(Item)  # type: ignore[call-overload]
+            .where(Item.id == c.item_id, Item.lease_owner == c.token)
+            # a graceful release is not a worker death: it does not count towards poison
+            .values(lease_owner=None, lease_expires=None, claims=Item.claims - 1)
+        )
+
+
+def retry_failed(engine: Engine, limits: Limits) -> list[int]:
+    """Put every failed item back where it failed; returns their ids."""
+    moved: list[int] = []
+    with transaction(engine) as s:
+        for item in s.exec(select(Item).where(Item.state == State.FAILED.value)).all():
+            before = progress_of(item)
+            after = advance(before, Event.RETRY, limits)
+            _apply(item, after)
+            item.version += 1
+            item.error, item.claims, item.lease_owner, item.lease_expires = None, 0, None, None
+            s.add(item)
+            s.add(ItemEvent(item_id=item.id, version=item.version, from_state=before.state.value,
+                            event=Event.RETRY.value, to_state=after.state.value))
+            assert item.id is not None
+            moved.append(item.id)
+    return moved
+
+
+def resumable(engine: Engine, *, expired_only: bool = False) -> list[tuple[int, State]]:
+    """Working items whose lease is free or expired: what `resume` re-enqueues. ``expired_only``
+    leaves out free ones (they may be queued already): what the periodic sweeper re-enqueues."""
+    t = now()
+    expired = Item.lease_expires < t  # type: ignore[operator]
+    with transaction(engine) as s:
+        query = select(Item.id, Item.state).where(
+            Item.state.in_([st.value for st in WORKING])  # type: ignore[attr-defined]
+        )
+        query = query.where(expired if expired_only else or_(Item.lease_expires.is_(None), expired))  # type: ignore[union-attr]
+        rows = s.exec(query.order_by(Item.id)).all()
+    return [(int(i), State(st)) for i, st in rows]
+
+
+def counts(engine: Engine) -> dict[str, int]:
+    with transaction(engine) as s:
+        rows = s.exec(select(Item.state, func.count()).group_by(Item.state)).all()
+    return {str(state): int(n) for state, n in rows}
+
+
+def is_done(engine: Engine) -> bool:
+    c = counts(engine)
+    return all(c.get(st.value, 0) == 0 for st in WORKING)
+
+
+__all__: Sequence[str] = [
+    "Claim", "claim", "commit", "release", "create_items", "retry_failed", "resumable", "counts",
+    "is_done", "progress_of", "TERMINAL",
+]
