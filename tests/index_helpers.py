@@ -23,7 +23,7 @@ def make_video(path: Path, duration: float, *, audio: str | None = "sine", speec
         cmd += ["-f", "lavfi", "-i", f"flite=text='{speech}':voice=slt"]
     cmd += ["-map", "0:v"]
     if audio:
-        cmd += ["-map", "1:a", "-c:a", "aac", "-af", "apad", "-t", str(duration)]
+        cmd += ["-map", "1:a", "-c:a", "aac", "-b:a", "24k", "-af", "apad", "-t", str(duration)]
     cmd += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(path)]
     subprocess.run(cmd, check=True)
     return path
