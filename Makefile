@@ -1,0 +1,39 @@
+# Two commands on a fresh machine:  make demo  |  make test
+# Each installs what is missing first (Debian packages as root, then a virtualenv).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test lint system venv bench clean
+
+system:
+	@bash scripts/ensure-system.sh
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch is pinned to the CPU build (2.13.0); an unpinned torch pulls a multi-GB CUDA build
+	$(BIN)/pip install -q -e '.[dev,api]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: system venv
+	@bash scripts/demo.sh
+
+test: system venv
+	$(BIN)/pytest -q
+
+lint: venv
+	$(BIN)/ruff check playlisteval tests bench
+	$(BIN)/mypy playlisteval
+
+bench: system venv
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf demo .pytest_cache .mypy_cache .ruff_cache
