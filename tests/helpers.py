@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -10,19 +11,40 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings, load_settings, write_project
 from playlisteval.store import open_store, transaction
+from playlisteval.synth import vocab
+from playlisteval.synth.make import plan_world
+from playlisteval.synth.world import save_world
 from playlisteval.store.tables import Chunk, Domain, Playlist, Seed, Segment, Video
 
 
-def project(tmp_path: Path, **env: str) -> Settings:
+def env_for(**overrides: object) -> dict[str, str]:
+    """store__url="…" → {"PLAYLISTEVAL_STORE__URL": "…"} (values as TOML literals where needed)."""
+    out = {}
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        name = name if section == "models" else name.upper()
+        out[f"PLAYLISTEVAL_{section.upper()}__{name}"] = (
+            json.dumps(value) if isinstance(value, str) and not value.replace(".", "").isdigit() else str(value)
+        )
+    return out
+
+
+def project(tmp_path: Path, **overrides: object) -> Settings:
     if not (tmp_path / "playlisteval.toml").exists():
         write_project(tmp_path)
-    environ = {f"PLAYLISTEVAL_{k.upper()}": v for k, v in env.items()}
-    return load_settings(tmp_path, environ=environ)
+    return load_settings(tmp_path, environ=env_for(**overrides))
+
+
+QUIET_SIM = {f"sim__{k}": 0 for k in (
+    "transcript_answerable", "parametric_answerable", "bad_citation", "ungrounded", "narrated_degradation",
+    "wrong_severity", "malformed_json", "refusal", "rate_limited")}
 
 
 def seeded_store(settings: Settings, n_seeds: int, world_dir: Path | None = None) -> Engine:
     """A store with ``n_seeds`` seeds over made-up videos (paths need not exist; sim reads worlds)."""
     engine = open_store(settings)
+    rng, taken = random.Random(n_seeds), set[str]()
+    topic = vocab.TOPICS["Education"][0][0]
     vec = np.ones(4, dtype=np.float32).tobytes()
     with transaction(engine) as s:
         domain = Domain(name="Education")
@@ -36,6 +58,8 @@ def seeded_store(settings: Settings, n_seeds: int, world_dir: Path | None = None
             segs = []
             for j in range(2):
                 path = str(base / f"v{i}_{j}.mp4")
+                save_world(plan_world(rng, taken, domain="Education", playlist="P1", topic=topic,
+                                      title=f"Series Episode {j + 1}", episode=j + 1, duration=120.0), path)
                 video = Video(playlist_id=playlist.id or 0, path=path, title=f"v{i}_{j}", position=j,
                               duration=120.0, status="indexed")
                 s.add(video)

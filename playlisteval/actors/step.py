@@ -52,7 +52,7 @@ def run_step(app: App, state: State, item_id: int) -> State | None:
     if moved is None:
         log.warning("step.lease_lost", item=item_id, state=state.value)
         return None
-    log.info("step.done", item=item_id, step=state.value, event=result.event.value, to=moved.value,
+    log.info("step.done", item=item_id, step=state.value, outcome=result.event.value, to=moved.value,
              reason=result.reason[:120])
     if moved in WORKING:
         app.enqueue(item_id, moved)

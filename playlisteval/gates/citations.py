@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-_CLIP = re.compile(r"^\s*(?:clip|video)\s*(\d+)\s*@\s*(.*)$", re.I)
+_CLIP = re.compile(r"^\s*(?:clip|video)?\s*(\d+)\s*@\s*(.*)$", re.I)
 _TIME = r"\d{1,2}(?::\d{1,2}){1,2}"
 _RANGE = re.compile(rf"^\s*({_TIME})\s*[-–—]\s*({_TIME})\s*$")
 

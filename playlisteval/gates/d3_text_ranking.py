@@ -22,12 +22,12 @@ def _normalise(text: str) -> str:
 
 
 def check(ctx: StepContext, question: str, gold: str, payload: dict[str, Any], attempt: int) -> GateVerdict:
-    texts = {5: strip_citations(gold), **{r: payload[f"rating_{r}"]["response"] for r in (4, 3, 2, 1)}}
+    texts = {5: gold, **{r: payload[f"rating_{r}"]["response"] for r in (4, 3, 2, 1)}}
     order = list(INTENDED)
     ctx.rng("D3", attempt).shuffle(order)
     prompt, digest = render("d3_text_rank.j2", ctx.prompts_dir, question=question,
                             attributes=payload.get("causal_attributes", []),
-                            candidates=[_normalise(texts[r]) for r in order])
+                            candidates=[_normalise(strip_citations(texts[r])) for r in order])
     calls: list[int] = []
     details: dict[str, Any] = {"shown_order": order}
     recovered_all = True

@@ -1,0 +1,185 @@
+"""Sim roles of Phase II: graded wrong answers (D1) and the two rankings that gate them (D3, D4).
+
+D1 swaps the gold's visual words for wrong ones (rating 4: one word, 3: two, 2: most, 1: all plus an
+invented frame), nested so that each lower rating carries every error of the one above: the intended
+order is then exactly the order of "how many things the frames contradict", which D4 counts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from playlisteval.models.sim_context import SimContext
+from playlisteval.models.sim_phase1 import an
+from playlisteval.prompts.schemas import DistractorGeneration, Ranking
+from playlisteval.synth import facts, vocab
+
+ATTRIBUTES: dict[str, tuple[str, float, str]] = {  # slot -> (attribute, importance, description)
+    "shape": ("Shape identity", 0.25, "Which shape stands in each cited frame."),
+    "colour": ("Colour accuracy", 0.25, "The colour of the shape in each cited frame."),
+    "position": ("Spatial layout", 0.2, "Where in the frame the shape stands: left, centre or right."),
+    "sign": ("Signage text", 0.15, "The words of the on-screen sign that anchors each moment."),
+    "background": ("Scene context", 0.15, "The backdrop of each frame and the setting it accompanies."),
+}
+_POOLS = {"shape": sorted(vocab.SHAPES), "colour": sorted(vocab.COLOURS),
+          "background": sorted(vocab.BACKGROUNDS), "position": list(vocab.POSITIONS)}
+_WORD = re.compile(r"[A-Za-z]+")
+_ARTICLE = re.compile(r"\b([Aa]n?) ([A-Za-z]+)\b")
+
+
+def _replace(text: str, mapping: dict[str, str]) -> str:
+    """Swap whole words by their canonical form, keeping the case of the first letter."""
+    def swap(m: re.Match[str]) -> str:
+        word = m.group(0)
+        new = mapping.get(facts.normalise(word)) if facts.slot_of(word) else mapping.get(word.lower())
+        if new is None:
+            return word
+        return new[:1].upper() + new[1:] if word[:1].isupper() and facts.slot_of(new) != "sign" else new
+
+    def article(m: re.Match[str]) -> str:  # "an orange" -> "a red": a wrong article is a textual tell
+        if not facts.slot_of(m.group(2)):
+            return m.group(0)
+        fixed = "an" if m.group(2)[0].lower() in "aeiou" else "a"
+        return (fixed.capitalize() if m.group(1)[0].isupper() else fixed) + " " + m.group(2)
+    return _ARTICLE.sub(article, _WORD.sub(swap, text))
+
+
+def _wrong_word(ctx: SimContext, slot: str, word: str, seen: dict[str, set[str]], taken: set[str]) -> str:
+    if slot == "sign":
+        return vocab.make_sign(ctx.rng, taken)
+    pool = [w for w in _POOLS[slot] if w != word]
+    unseen = [w for w in pool if w not in seen[slot]]  # a word no visible frame shows is plainly wrong
+    return ctx.rng.choice(unseen or pool)
+
+
+def _invented_frame(ctx: SimContext, taken: set[str]) -> tuple[str, str]:
+    p = {slot: ctx.rng.choice(pool) for slot, pool in _POOLS.items()}
+    sign = vocab.make_sign(ctx.rng, taken)
+    article = "An" if p["colour"][0] in "aeiou" else "A"
+    return (f'{article} {p["colour"]} {p["shape"]} also drifts across the {p["position"]} of '
+            f'{an(p["background"])} frame beneath the sign reading "{sign}".',
+            f'invented frame: {p["colour"]} {p["shape"]} under "{sign}"')
+
+
+def distractors(ctx: SimContext) -> dict[str, Any]:
+    gold = ctx.section("gold answer")
+    ev = ctx.evidence()
+    seen: dict[str, set[str]] = {slot: set() for slot in facts.SLOTS}
+    for scene in ev.scenes:
+        for slot, word in scene.visual.words().items():
+            seen[slot].add(word)
+    taken = set(seen["sign"]) | set(vocab.find_signs(gold))
+    types = facts.visual_words(gold)
+    ctx.rng.shuffle(types)
+    wrong = {w: _wrong_word(ctx, facts.slot_of(w) or "colour", w, seen, taken) for w in types}
+    n = len(types)
+    counts = {4: min(1, n), 3: min(2, n), 2: min(n, max(3, math.ceil(0.75 * n))), 1: n}
+    # Narrated slips (text_verifiable): topic nouns swapped for another topic's, 5 - rating of them.
+    narrated = ctx.chance(ctx.settings.narrated_degradation)
+    occurrences = [m for m in _WORD.finditer(gold) if m.group(0).lower() in vocab.TOPIC_OF_WORD]
+    ctx.rng.shuffle(occurrences)
+    own = {vocab.TOPIC_OF_WORD[m.group(0).lower()] for m in occurrences}
+    foreign = sorted(w for w, t in vocab.TOPIC_OF_WORD.items() if t not in own)
+    ratings: dict[int, dict[str, Any]] = {}
+    for rating in (4, 3, 2, 1):
+        changed = types[: counts[rating]]
+        text = _replace(gold, {w: wrong[w] for w in changed})
+        by_attr: dict[str, list[dict[str, str]]] = {}
+        for w in changed:
+            attr = ATTRIBUTES[facts.slot_of(w) or "colour"][0]
+            by_attr.setdefault(attr, []).append({
+                "element": f"{w} -> {wrong[w]}",
+                "impact": "the answer now describes what the frame does not show", "modality": "visual_only"})
+        if rating == 1 or n == 0:
+            invented: list[str] = []
+            for _ in range(1 if n else 5 - rating):
+                sentence, element = _invented_frame(ctx, taken)
+                invented.append(sentence)
+                by_attr.setdefault("Scene context", []).append({
+                    "element": element, "impact": "a fluent account of a frame that never appears",
+                    "modality": "visual_only"})
+            text = _append_to_evidence(text, " ".join(invented))
+        if narrated and foreign:
+            for m in occurrences[: 5 - rating]:
+                new = ctx.rng.choice(foreign)
+                text = _replace_at(text, m.group(0), new)
+                by_attr.setdefault("Scene context", []).append({
+                    "element": f"narrated {m.group(0)} -> {new}",
+                    "impact": "contradicts what the narration says", "modality": "text_verifiable"})
+        ratings[rating] = {
+            "response": text,
+            "attribute_degradations": [{"attribute_name": a, "degradation_by_elements": e}
+                                       for a, e in by_attr.items()],
+            "constant_attributes": [a for a, _, _ in ATTRIBUTES.values() if a not in by_attr],
+            "upgraded_attributes": [],
+        }
+    if ctx.chance(ctx.settings.wrong_severity):  # two ratings trade texts: the severities lie
+        hi = ctx.rng.choice([4, 3, 2])
+        ratings[hi]["response"], ratings[hi - 1]["response"] = \
+            ratings[hi - 1]["response"], ratings[hi]["response"]
+    analysis = []
+    gold_words = facts.claims(gold)
+    for slot, (attr, _, _) in ATTRIBUTES.items():
+        elements = [{"element": w, "impact": "matches the cited frame"} for w in sorted(gold_words[slot])]
+        analysis.append({"attribute_name": attr, "quality_by_elements": elements or [
+            {"element": "not mentioned", "impact": "the gold makes no claim here"}]})
+    return DistractorGeneration.model_validate({
+        "causal_attributes": [{"attribute_name": a, "importance_score": w, "description": d}
+                              for a, w, d in ATTRIBUTES.values()],
+        "gold_standard_analysis": {"attribute_analysis": analysis},
+        **{f"rating_{r}": ratings[r] for r in (4, 3, 2, 1)},
+    }).model_dump()
+
+
+def _append_to_evidence(text: str, extra: str) -> str:
+    """Invented sentences go at the end of the second paragraph (the evidence), keeping the shape."""
+    paras = re.split(r"(\n\s*\n)", text)
+    idx = 2 if len(paras) >= 3 else 0
+    paras[idx] = paras[idx].rstrip() + " " + extra
+    return "".join(paras)
+
+
+def _replace_at(text: str, old: str, new: str) -> str:
+    """Replace one occurrence of a word (the first not yet replaced): a slip, not a consistent swap."""
+    return re.sub(rf"\b{re.escape(old)}\b", new, text, count=1)
+
+
+def _candidates(ctx: SimContext) -> dict[int, str]:
+    """Candidates by the number the prompt gave them (0- or 1-based, as the stage chose)."""
+    return ctx.numbered("candidate")
+
+
+def _ranking(ctx: SimContext, scores: dict[int, float], notes: dict[int, str], summary: str) -> dict:
+    order = sorted(scores, key=lambda i: (scores[i], ctx.rng.random()))
+    return Ranking.model_validate({
+        "rankings": [{"rank": r, "candidate_index": i, "reasoning": notes[i]} for r, i in enumerate(order, 1)],
+        "overall_summary": summary,
+    }).model_dump()
+
+
+def text_ranking(ctx: SimContext) -> dict[str, Any]:
+    """D3: without video only narrated slips (another topic's words) give the order away."""
+    cands = _candidates(ctx)
+    topics = [vocab.TOPIC_OF_WORD[w] for t in cands.values() for w in facts.topic_words(t)]
+    main = max(set(topics), key=topics.count) if topics else None
+    off = {i: sum(1 for w in facts.topic_words(t) if vocab.TOPIC_OF_WORD[w] != main) for i, t in cands.items()}
+    if any(off.values()):
+        notes = {i: f"[sim] {n} narrated word(s) off the topic of the set" for i, n in off.items()}
+        return _ranking(ctx, {i: float(n) for i, n in off.items()}, notes,
+                        "[sim] candidates differ in what they say was narrated")
+    notes = {i: "[sim] nothing in the text separates it from the others" for i in cands}
+    return _ranking(ctx, {i: ctx.rng.random() for i in cands}, notes,
+                    "[sim] the candidates read alike without the video; order is a guess")
+
+
+def video_ranking(ctx: SimContext) -> dict[str, Any]:
+    """D4: rank by how many visual details the clips contradict (fewest first, ties at random)."""
+    ev = ctx.evidence()
+    scores, notes = {}, {}
+    for i, text in _candidates(ctx).items():
+        wrong, checked = ev.contradictions(text, best_match=True)
+        scores[i] = float(wrong)
+        notes[i] = f"[sim] {wrong} visual detail(s) contradicted in {checked} checked sentence(s)"
+    return _ranking(ctx, scores, notes, "[sim] ranked by details the clips contradict")
