@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import col, select
 
 from playlisteval.actors import App
 from playlisteval.actors.step import limits_for
@@ -101,8 +101,9 @@ def status(settings: Settings) -> Status:
             func.count(), func.coalesce(func.sum(ModelCall.cache_hit), 0),
             func.coalesce(func.sum(ModelCall.input_tokens + ModelCall.output_tokens + ModelCall.thinking_tokens), 0),
         )).one()
-        failures = [(int(i), e or "") for i, e in s.exec(
-            select(Item.id, Item.error).where(Item.state == State.FAILED.value).order_by(Item.id)).all()]
+        failures = [(int(i or 0), e or "") for i, e in s.exec(
+            select(col(Item.id), col(Item.error)).where(Item.state == State.FAILED.value).order_by(col(Item.id))
+        ).all()]
         rejections = {g: int(n) for g, n in s.exec(
             select(GateResult.gate, func.count()).where(GateResult.verdict == "reject")
             .group_by(GateResult.gate)).all()}

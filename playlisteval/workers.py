@@ -37,7 +37,7 @@ def run_foreground(app: App, work: Iterable[tuple[int, State]],
         enqueue_all(app, work)
         while True:
             try:
-                app.broker.join(BUILD_QUEUE, timeout=int(tick_s * 1000))  # type: ignore[attr-defined]
+                app.broker.join(BUILD_QUEUE, timeout=int(tick_s * 1000))
                 break
             except QueueJoinTimeout:
                 if on_tick:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import dramatiq
-import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 

@@ -52,15 +52,15 @@ class App:
         cfg = settings.runner
         # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts)
         time_limit_ms = int(max(settings.broker.lease_s, cfg.timeout_s * cfg.max_attempts) * 1000)
-        self.actors: dict[State, dramatiq.Actor] = {}  # type: ignore[type-arg]
+        self.actors: dict[State, dramatiq.Actor[[int], None]] = {}
         for state, name in STEP_NAMES.items():
             fn = partial(_step, state)
             fn.__name__ = name  # type: ignore[attr-defined]
             fn.__module__ = __name__
             self.actors[state] = dramatiq.actor(
-                fn, actor_name=name, queue_name=BUILD_QUEUE, broker=self.broker,
+                actor_name=name, queue_name=BUILD_QUEUE, broker=self.broker,
                 max_retries=5, min_backoff=2_000, max_backoff=120_000, time_limit=time_limit_ms,
-            )
+            )(fn)
         _current = self
 
     def enqueue(self, item_id: int, state: State) -> None:

@@ -11,4 +11,4 @@ def ranked_ratings(parsed: dict[str, Any], ratings_by_index: list[int]) -> list[
     indices = [e.get("candidate_index") for e in entries]
     if sorted(i for i in indices if isinstance(i, int)) != list(range(len(ratings_by_index))):
         return None
-    return [ratings_by_index[i] for i in indices]  # type: ignore[index]
+    return [ratings_by_index[int(i)] for i in indices if i is not None]

@@ -63,6 +63,7 @@ class RateLimits:
             return True
         # one window counter per minute, incremented by the estimated tokens of each request
         bucket = f"playlisteval:{provider}:tpm:{int(time.time() // 60)}"
+        assert self._backend is not None
         used = self._backend.incr(bucket, tokens, int(tpm) + tokens, 120_000)
         return bool(used)
 

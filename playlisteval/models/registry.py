@@ -55,5 +55,5 @@ class Registry:
             raise ProviderNotAvailable(f"provider {name!r} is not available: {exc}{hint}") from exc
         cls = getattr(module, class_name)
         if name == "sim":
-            return cls(self._settings.sim, self._settings.project.seed)  # type: ignore[no-any-return]
-        return cls(self._settings)  # type: ignore[no-any-return]
+            return cls(self._settings.sim, self._settings.project.seed)
+        return cls(self._settings)

@@ -25,7 +25,7 @@ import structlog
 from pydantic import ValidationError
 from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, PermanentModelError, TransientModelError
@@ -207,9 +207,9 @@ class Runner:
                 if spent + estimate > budget:
                     raise BudgetExceeded(spent, estimate, budget)
             # an in-flight row for this very request belongs to a worker that died mid-call
-            s.exec(
-                update(ModelCall)  # type: ignore[call-overload]
-                .where(ModelCall.request_hash == key, ModelCall.status == "in_flight")
+            s.execute(
+                update(ModelCall)
+                .where(col(ModelCall.request_hash) == key, col(ModelCall.status) == "in_flight")
                 .values(status="interrupted", finished_at=now())
             )
             row = ModelCall(

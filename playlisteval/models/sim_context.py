@@ -118,9 +118,9 @@ class SimContext:
         for part in self.request.parts:
             if isinstance(part, ImagePart) and part.timestamp is not None:
                 world = world_of(part.source)
-                scene = scene_at(world, part.timestamp) if world else None
-                if scene:
-                    ev.add(scene)
+                seen = scene_at(world, part.timestamp) if world else None
+                if seen:
+                    ev.add(seen)
         return ev
 
     def frame_count(self) -> int:

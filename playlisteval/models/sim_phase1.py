@@ -88,7 +88,8 @@ def generate_qa(ctx: SimContext) -> dict[str, Any]:
 
     nouns = []
     for (hop, _), clip in zip(picks, clips, strict=True):
-        nouns.append(ctx.rng.choice(hop.topic_words or [clip.world.topic.lower()]))
+        topic = clip.world.topic.lower() if clip.world else "topic"
+        nouns.append(ctx.rng.choice(hop.topic_words or [topic]))
     h1, h2 = picks[0][0], picks[1][0]
     v1, v2 = h1.visual, h2.visual
     kw = keyword[:1].upper() + keyword[1:]

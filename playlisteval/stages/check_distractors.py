@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from playlisteval.gates import first_rejection, d2_structure, d3_text_ranking, d4_video_ranking
+from playlisteval.gates import d2_structure, d3_text_ranking, d4_video_ranking, first_rejection
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event

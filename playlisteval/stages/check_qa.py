@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from playlisteval.gates import first_rejection, c1_structure, c2_parametric, c2_transcript, c3_grounding
+from playlisteval.gates import c1_structure, c2_parametric, c2_transcript, c3_grounding, first_rejection
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event

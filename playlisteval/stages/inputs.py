@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, Item, Seed, Segment, Video
@@ -35,7 +35,7 @@ class Clip:
 def _transcript(s: object, video_id: int, start: float, end: float) -> tuple[tuple[float, str], ...]:
     chunks = s.exec(  # type: ignore[attr-defined]
         select(Chunk).where(Chunk.video_id == video_id, Chunk.start >= start - 1e-6, Chunk.end <= end + 1e-6)
-        .order_by(Chunk.idx)
+        .order_by(col(Chunk.idx))
     ).all()
     return tuple((c.start - start, c.transcript) for c in chunks)
 
@@ -65,17 +65,17 @@ def transcript_windows(engine: Engine, clip: Clip, rng: random.Random) -> list[s
     windows = [clip.transcript()]
     with transaction(engine) as s:
         others = s.exec(
-            select(Video.id, Video.duration).where(
+            select(col(Video.id), col(Video.duration)).where(
                 Video.playlist_id == clip.playlist_id, Video.id != clip.video_id, Video.status == "indexed"
-            ).order_by(Video.id)
+            ).order_by(col(Video.id))
         ).all()
         if not others:
             return windows
         for _ in range(2):
-            video_id, duration = rng.choice(list(others))
+            video_id, duration = rng.choice([(int(v or 0), d) for v, d in others])
             start = rng.uniform(0, max((duration or 0) - length, 0))
             start -= start % 30
-            lines = _transcript(s, int(video_id), start, start + length)
+            lines = _transcript(s, video_id, start, start + length)
             windows.append("\n".join(f"[{mmss(t)}] {text}" for t, text in lines if text.strip())
                            or "(no speech)")
     return windows

@@ -69,6 +69,5 @@ def redact(url: str) -> str:
 @contextmanager
 def transaction(engine: Engine) -> Iterator[Session]:
     """One short transaction: committed on success, rolled back on any error."""
-    with Session(engine, expire_on_commit=False) as session:
-        with session.begin():
-            yield session
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session

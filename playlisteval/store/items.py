@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, or_, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from playlisteval.state import TERMINAL, WORKING, Event, Limits, Progress, State, advance
 from playlisteval.store.engine import transaction
@@ -54,8 +54,8 @@ def create_items(engine: Engine) -> list[int]:
     """An item for every seed that has none (new playlists are picked up incrementally)."""
     with transaction(engine) as s:
         have = select(Item.seed_id)
-        seeds = s.exec(select(Seed.id).where(Seed.id.not_in(have)).order_by(Seed.id)).all()  # type: ignore[union-attr]
-        items = [Item(seed_id=seed_id) for seed_id in seeds]
+        seeds = s.exec(select(Seed.id).where(col(Seed.id).not_in(have)).order_by(col(Seed.id))).all()
+        items = [Item(seed_id=seed_id) for seed_id in seeds if seed_id is not None]
         s.add_all(items)
         s.flush()
         return [i.id for i in items if i.id is not None]
@@ -66,16 +66,16 @@ def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float
     token = f"{owner}/{uuid.uuid4().hex[:12]}"
     t = now()
     with transaction(engine) as s:
-        result = s.exec(
-            update(Item)  # type: ignore[call-overload]
+        result = s.execute(
+            update(Item)
             .where(
-                Item.id == item_id,
-                Item.state == state.value,
-                or_(Item.lease_expires.is_(None), Item.lease_expires < t),  # type: ignore[union-attr,operator]
+                col(Item.id) == item_id,
+                col(Item.state) == state.value,
+                or_(col(Item.lease_expires).is_(None), col(Item.lease_expires) < t),
             )
             .values(lease_owner=token, lease_expires=t + lease_s, claims=Item.claims + 1, updated_at=t)
         )
-        if result.rowcount != 1:
+        if result.rowcount != 1:  # type: ignore[attr-defined]
             return None
         item = s.get(Item, item_id)
         assert item is not None
@@ -94,7 +94,7 @@ def commit(
 ) -> State | None:
     """Write the step's outputs and move the item; None if the lease was lost (nothing written)."""
     with transaction(engine) as s:
-        item = s.exec(select(Item).where(Item.id == c.item_id).with_for_update()).one_or_none()
+        item = s.exec(select(Item).where(col(Item.id) == c.item_id).with_for_update()).one_or_none()
         if item is None or item.state != c.state.value or item.lease_owner != c.token:
             return None
         before = progress_of(item)
@@ -107,7 +107,7 @@ def commit(
         item.error = error if after.state is State.FAILED else None
         item.updated_at = now()
         s.add(item)
-        s.add(ItemEvent(item_id=item.id, version=item.version, from_state=before.state.value,
+        s.add(ItemEvent(item_id=c.item_id, version=item.version, from_state=before.state.value,
                         event=event.value, to_state=after.state.value, worker=c.token.split("/")[0]))
         return after.state
 
@@ -115,9 +115,9 @@ def commit(
 def release(engine: Engine, c: Claim) -> None:
     """Give the lease back without moving the item (a transient failure or a paused budget)."""
     with transaction(engine) as s:
-        s.exec(
-            update(Item)  # type: ignore[call-overload]
-            .where(Item.id == c.item_id, Item.lease_owner == c.token)
+        s.execute(
+            update(Item)
+            .where(col(Item.id) == c.item_id, col(Item.lease_owner) == c.token)
             # a graceful release is not a worker death: it does not count towards poison
             .values(lease_owner=None, lease_expires=None, claims=Item.claims - 1)
         )
@@ -127,7 +127,8 @@ def retry_failed(engine: Engine, limits: Limits) -> list[int]:
     """Put every failed item back where it failed; returns their ids."""
     moved: list[int] = []
     with transaction(engine) as s:
-        for item in s.exec(select(Item).where(Item.state == State.FAILED.value)).all():
+        for item in s.exec(select(Item).where(col(Item.state) == State.FAILED.value)).all():
+            assert item.id is not None
             before = progress_of(item)
             after = advance(before, Event.RETRY, limits)
             _apply(item, after)
@@ -136,7 +137,6 @@ def retry_failed(engine: Engine, limits: Limits) -> list[int]:
             s.add(item)
             s.add(ItemEvent(item_id=item.id, version=item.version, from_state=before.state.value,
                             event=Event.RETRY.value, to_state=after.state.value))
-            assert item.id is not None
             moved.append(item.id)
     return moved
 
@@ -145,14 +145,12 @@ def resumable(engine: Engine, *, expired_only: bool = False) -> list[tuple[int, 
     """Working items whose lease is free or expired: what `resume` re-enqueues. ``expired_only``
     leaves out free ones (they may be queued already): what the periodic sweeper re-enqueues."""
     t = now()
-    expired = Item.lease_expires < t  # type: ignore[operator]
+    expired = col(Item.lease_expires) < t
     with transaction(engine) as s:
-        query = select(Item.id, Item.state).where(
-            Item.state.in_([st.value for st in WORKING])  # type: ignore[attr-defined]
-        )
-        query = query.where(expired if expired_only else or_(Item.lease_expires.is_(None), expired))  # type: ignore[union-attr]
-        rows = s.exec(query.order_by(Item.id)).all()
-    return [(int(i), State(st)) for i, st in rows]
+        query = select(col(Item.id), col(Item.state)).where(col(Item.state).in_([st.value for st in WORKING]))
+        query = query.where(expired if expired_only else or_(col(Item.lease_expires).is_(None), expired))
+        rows = s.exec(query.order_by(col(Item.id))).all()
+    return [(int(i or 0), State(st)) for i, st in rows]
 
 
 def counts(engine: Engine) -> dict[str, int]:

@@ -77,7 +77,8 @@ def citation_ranges(sentence: str) -> list[tuple[int | None, float, float]]:
         clip: int | None = None
         for m in _RANGE_RE.finditer(bracket):
             clip = int(m.group(1)) if m.group(1) else clip
-            out.append((clip, int(m.group(2)) * 60 + int(m.group(3)), int(m.group(4)) * 60 + int(m.group(5))))
+            out.append((clip, float(int(m.group(2)) * 60 + int(m.group(3))),
+                        float(int(m.group(4)) * 60 + int(m.group(5)))))
     return out
 
 

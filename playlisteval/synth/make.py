@@ -61,7 +61,7 @@ def make_collection(
                                    episode=n, duration=minutes * 60, seed=seed)
                 jobs.append((world, out / domain / folder / f"{n:02d} - {title}.mp4"))
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        done = list(pool.map(lambda job: _render_if_needed(*job, tools, progress), jobs))
+        done = list(pool.map(lambda job: _render_if_needed(job[0], job[1], tools, progress), jobs))
     return done
 
 
