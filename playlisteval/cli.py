@@ -62,7 +62,7 @@ def main(ctx: click.Context, project: Path | None, verbose: int) -> None:
 def init(directory: Path, force: bool) -> None:
     """Create a project in DIRECTORY: a commented playlisteval.toml whose defaults run offline."""
     path = write_project(directory, force=force)
-    console.print(f"wrote {path}\nEvery role runs on the offline [bold]sim[/] world; edit [models] to use real models.")
+    console.print(f"wrote {path}\nEvery role runs on the offline [bold]sim[/] world; edit \\[models] to use real models.")
 
 
 @main.command()
@@ -108,10 +108,9 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
 
 
 def _print_add_report(report: Any) -> None:
-    console.print(f"added {len(report.added)} video(s); {len(report.unchanged)} already known; "
-                  f"{len(report.skipped)} skipped")
-    for path, reason in report.skipped:
-        console.print(f"  [yellow]skipped[/] {path}: {reason}", highlight=False)
+    console.print(report.summary())
+    for skipped in report.skipped:
+        console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
 
 
 @main.command()
@@ -134,7 +133,22 @@ def index(ctx: click.Context) -> None:
             progress.update(tasks[stage], completed=done, total=total)
 
         report = index_collection(settings, engine, progress=tick)
-    console.print(report.summary() if hasattr(report, "summary") else str(report))
+    _print_index_report(report)
+
+
+def _print_index_report(report: Any) -> None:
+    sources = ", ".join(f"{n} from {src}" for src, n in sorted(report.transcript_sources.items())) or "none"
+    console.print(
+        f"indexed {report.videos_indexed} video(s) in {report.seconds:.1f}s: {report.chunks} chunks "
+        f"(transcripts: {sources}); vectors {report.embedded} computed, {report.reused} reused; "
+        f"{report.segments.segments} segment(s); seeds {report.seeds.inserted} new of {report.seeds.candidates}"
+    )
+    for dup in report.segments.duplicates:
+        console.print(f"  [yellow]near-duplicate[/] {dup}", highlight=False)
+    for skipped in report.skipped:
+        console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
+    for warning in report.warnings:
+        console.print(f"  [yellow]warning[/] {warning}", highlight=False)
 
 
 @main.command()
@@ -222,6 +236,7 @@ def retry_failed(ctx: click.Context) -> None:
 def _after_run(settings: Any, outcome: Any, what: str) -> None:
     from playlisteval.build import status as read_status
 
+    console.print()
     if outcome.foreground:
         console.print(f"{what}; {outcome.enqueued} item(s) processed")
     else:

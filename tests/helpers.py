@@ -11,10 +11,10 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings, load_settings, write_project
 from playlisteval.store import open_store, transaction
+from playlisteval.store.tables import Chunk, Domain, Playlist, Seed, Segment, Video
 from playlisteval.synth import vocab
 from playlisteval.synth.make import plan_world
 from playlisteval.synth.world import save_world
-from playlisteval.store.tables import Chunk, Domain, Playlist, Seed, Segment, Video
 
 
 def env_for(**overrides: object) -> dict[str, str]:

@@ -36,6 +36,7 @@ def srt_time(t: float) -> str:
 
 def write_srt(path: Path, cues: list[tuple[float, float, str]]) -> Path:
     blocks = [f"{i}\n{srt_time(s)} --> {srt_time(e)}\n{text}\n" for i, (s, e, text) in enumerate(cues, 1)]
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(blocks))
     return path
 

@@ -1,0 +1,74 @@
+"""Speech to timed words, for videos without captions (SPEC A4, offline default: pocketsphinx).
+
+Audio is streamed from ffmpeg as 16 kHz mono PCM and cut into speech regions by pocketsphinx's VAD
+segmenter (decoding whole files drifts and is weak on synthetic speech); each region is decoded on
+its own and its words are placed on the video's clock, so they can be assigned to 30-s chunks.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from playlisteval.errors import ConfigError
+from playlisteval.index.captions import Cue
+from playlisteval.media.audio import pcm_stream
+
+SAMPLE_RATE = 16000  # the rate pocketsphinx's bundled en-us acoustic model was trained on
+_FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[[a-z_]+\]|\+\+.*\+\+)$", re.IGNORECASE)
+_ALTERNATE = re.compile(r"\(\d+\)$")  # "read(2)": the second pronunciation of "read"
+
+_decoder: Any = None
+_decoder_lock = threading.Lock()  # one decoder per process; it is not thread-safe
+
+
+def _get_decoder() -> Any:
+    global _decoder
+    if _decoder is None:
+        try:
+            from pocketsphinx import Decoder
+        except ImportError as exc:
+            raise ConfigError(f"pocketsphinx ASR is not installed: {exc}") from None
+        _decoder = Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
+    return _decoder
+
+
+def transcribe_pocketsphinx(path: str | Path) -> list[Cue]:
+    """Recognised words with their times in seconds on the video's clock; [] for silence.
+
+    Raises MediaError when the audio cannot be decoded.
+    """
+    from pocketsphinx import Segmenter
+
+    words: list[Cue] = []
+    with _decoder_lock:
+        decoder = _get_decoder()
+        frame_s = 1.0 / float(decoder.config["frate"])
+        segmenter = Segmenter(sample_rate=SAMPLE_RATE)
+        with pcm_stream(path, SAMPLE_RATE) as stream:
+            for region in segmenter.segment(stream):
+                decoder.start_utt()
+                decoder.process_raw(region.pcm, full_utt=True)
+                decoder.end_utt()
+                for seg in decoder.seg():
+                    word = _ALTERNATE.sub("", seg.word)
+                    if not word or _FILLERS.match(word):
+                        continue
+                    start = region.start_time + seg.start_frame * frame_s
+                    end = region.start_time + (seg.end_frame + 1) * frame_s
+                    words.append(Cue(start, end, word))
+    return words
+
+
+BACKENDS = {"pocketsphinx": transcribe_pocketsphinx}
+
+
+def transcribe(path: str | Path, backend: str) -> list[Cue]:
+    """Timed words from the configured ASR backend."""
+    try:
+        run = BACKENDS[backend]
+    except KeyError:
+        raise ConfigError(f"unknown ASR backend {backend!r}; known: {', '.join(sorted(BACKENDS))}") from None
+    return run(path)

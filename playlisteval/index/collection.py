@@ -1,0 +1,253 @@
+"""Adding playlists to the collection (SPEC A1–A3): folders, single files, manifests.
+
+Incremental by construction: a (playlist, path) already in the store is left alone, so adding the
+same folder twice changes nothing. Files that cannot be used are reported with a reason and skipped
+(A2); one that exists but is unusable is recorded with status "skipped", so that re-adding it after a
+repair probes it again. Probing and hashing happen outside any transaction; each playlist's rows are
+written in one short transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from playlisteval.errors import MediaError
+from playlisteval.index.captions import find_sidecar
+from playlisteval.index.episodes import episode_order
+from playlisteval.index.manifest import Entry, read_manifest
+from playlisteval.media.probe import ProbeInfo, probe
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import Domain, Playlist, Video
+
+VIDEO_SUFFIXES = frozenset(
+    {".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".mpg", ".mpeg", ".ts", ".flv", ".wmv", ".3gp", ".ogv"}
+)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass
+class AddReport:
+    added: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    playlists: list[str] = field(default_factory=list)  # "domain/playlist", each once
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.unchanged)} already present, "
+            f"{len(self.skipped)} skipped, in {len(self.playlists)} playlist(s)"
+        )
+
+
+def sha256_file(path: Path, block: int = 1 << 20) -> str:
+    """The file's SHA-256, read in blocks so that multi-GB videos never sit in memory."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(block):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _folder_entries(domain: str, folder: Path) -> list[Entry]:
+    """A folder's video files form a playlist named after it; its subfolders are playlists too."""
+    entries: list[Entry] = []
+    children = sorted(folder.iterdir(), key=lambda p: (p.name.lower(), p.name))
+    for child in children:
+        # dotfiles ("._x.mp4" resource forks, partial downloads) are not the playlist's videos
+        if child.is_file() and child.suffix.lower() in VIDEO_SUFFIXES and not child.name.startswith("."):
+            entries.append(Entry(domain, folder.name, child, child.stem))
+    for child in children:
+        if child.is_dir() and not child.name.startswith("."):
+            entries.extend(_folder_entries(domain, child))
+    return entries
+
+
+def _path_entries(domain: str, paths: Iterable[Path], report: AddReport) -> list[Entry]:
+    entries: list[Entry] = []
+    for raw in paths:
+        path = Path(raw).expanduser().resolve()
+        if path.is_dir():
+            found = _folder_entries(domain, path)
+            if not found:
+                report.skipped.append(Skipped(str(path), "no video files in folder"))
+            entries.extend(found)
+        else:
+            # a lone file (or a missing path) belongs to the playlist named after its folder
+            entries.append(Entry(domain, path.parent.name, path, path.stem))
+    return entries
+
+
+@dataclass
+class _Checked:
+    entry: Entry
+    path: str
+    info: ProbeInfo | None = None
+    reason: str | None = None
+    sha256: str | None = None
+    captions: str | None = None
+
+
+def _existing(engine: Engine, domain: str, playlist: str) -> dict[str, str]:
+    """path → status of the playlist's videos already in the store (empty for a new playlist)."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(Video.path, Video.status)
+            .join(Playlist, Playlist.id == Video.playlist_id)  # type: ignore[arg-type]
+            .join(Domain, Domain.id == Playlist.domain_id)  # type: ignore[arg-type]
+            .where(Domain.name == domain, Playlist.name == playlist)
+        ).all()
+    return {path: status for path, status in rows}
+
+
+def _check(entry: Entry) -> _Checked:
+    """Probe, hash and find captions for one entry; outside any transaction (this is the slow part)."""
+    assert entry.path is not None
+    checked = _Checked(entry, str(entry.path.resolve()))
+    if entry.path.is_file() and entry.path.suffix.lower() not in VIDEO_SUFFIXES:
+        checked.reason = f"not a video (unknown file type {entry.path.suffix or 'without suffix'})"
+        return checked
+    try:
+        checked.info = probe(entry.path)
+        checked.sha256 = sha256_file(entry.path)
+    except MediaError as exc:
+        checked.reason = exc.reason
+        return checked
+    except OSError as exc:
+        checked.reason = f"unreadable: {exc.strerror or exc}"
+        return checked
+    sidecar = find_sidecar(entry.path)
+    checked.captions = str(sidecar.resolve()) if sidecar else None
+    return checked
+
+
+def _get_or_create(session: Session, domain: str, playlist: str, source: str | None) -> Playlist:
+    dom = session.exec(select(Domain).where(Domain.name == domain)).first()
+    if dom is None:
+        dom = Domain(name=domain)
+        session.add(dom)
+        session.flush()
+    assert dom.id is not None
+    pl = session.exec(select(Playlist).where(Playlist.domain_id == dom.id, Playlist.name == playlist)).first()
+    if pl is None:
+        pl = Playlist(domain_id=dom.id, name=playlist, source=source)
+        session.add(pl)
+        session.flush()
+    return pl
+
+
+def _write(session: Session, pl: Playlist, item: _Checked) -> str | None:
+    """Insert ("inserted") or repair ("repaired") one video row; None when nothing changed."""
+    assert pl.id is not None
+    row = session.exec(select(Video).where(Video.playlist_id == pl.id, Video.path == item.path)).first()
+    if row is not None and (row.status != "skipped" or item.info is None):
+        return None  # present already (or still unusable): adding again is a no-op
+    outcome = "repaired" if row is not None else "inserted"
+    if row is None:
+        row = Video(playlist_id=pl.id, path=item.path, title=item.entry.title, url=item.entry.url)
+    if item.info is None:
+        row.status, row.reason = "skipped", item.reason
+    else:
+        info = item.info
+        row.status, row.reason = "new", None
+        row.sha256, row.duration, row.codec = item.sha256, info.duration, info.codec
+        row.width, row.height, row.captions_path = info.width, info.height, item.captions
+    session.add(row)
+    return outcome
+
+
+def _renumber(session: Session, pl: Playlist, by_name: bool, explicit: dict[str, int],
+              appended: list[str]) -> None:
+    """Positions 0..n-1: the base order (file names, or manifest order), then episode numbers (A3).
+
+    Manifest adds: an explicit position wins; new rows without one follow the playlist's current end
+    in manifest order; every other video keeps its place.
+    """
+    videos = list(session.exec(select(Video).where(Video.playlist_id == pl.id)).all())
+    if by_name:
+        videos.sort(key=lambda v: (Path(v.path).name.lower(), v.path))
+    else:
+        kept = [explicit.get(v.path, v.position) for v in videos if v.path not in appended]
+        end = max(kept, default=-1) + 1
+        order = {path: end + i for i, path in enumerate(appended)}
+        videos.sort(key=lambda v: (order.get(v.path, explicit.get(v.path, v.position)), v.id or 0))
+    for position, video in enumerate(episode_order(videos, [v.title for v in videos])):
+        if video.position != position:
+            video.position = position
+            session.add(video)
+
+
+def _looks_like_video(path: Path) -> bool:
+    return path.is_file() and path.suffix.lower() in VIDEO_SUFFIXES
+
+
+def _source_dir(group: list[Entry]) -> Path:
+    """The folder a playlist was added from (its source, when no manifest names it)."""
+    assert group[0].path is not None
+    return group[0].path.parent
+
+
+def _add_entries(engine: Engine, entries: list[Entry], report: AddReport, *, by_name: bool,
+                 source: str | None = None) -> AddReport:
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for entry in entries:
+        if entry.path is None:
+            report.skipped.append(Skipped(entry.url or entry.title, "no local file (url only)"))
+            continue
+        groups.setdefault((entry.domain, entry.playlist), []).append(entry)
+    for (domain, playlist), group in groups.items():
+        existing = _existing(engine, domain, playlist)
+        checked: list[_Checked] = []
+        for entry in group:
+            assert entry.path is not None
+            path = str(entry.path.resolve())
+            if existing.get(path) not in (None, "skipped"):
+                report.unchanged.append(path)
+                continue
+            item = _check(entry)
+            checked.append(item)
+            if item.info is None:
+                report.skipped.append(Skipped(item.path, item.reason or "unusable"))
+        # a missing file or a non-video has nothing to record; a broken video is recorded as skipped
+        storable = [c for c in checked if c.info is not None or _looks_like_video(Path(c.path))]
+        explicit = {str(e.path.resolve()): e.position for e in group if e.path and e.position is not None}
+        if not storable and not explicit:
+            continue
+        with transaction(engine) as session:
+            pl = _get_or_create(session, domain, playlist, source or str(Path(_source_dir(group))))
+            appended: list[str] = []
+            for item in storable:
+                outcome = _write(session, pl, item)
+                if outcome and item.info is not None:
+                    report.added.append(item.path)
+                if outcome == "inserted" and item.path not in explicit:
+                    appended.append(item.path)
+            session.flush()
+            _renumber(session, pl, by_name, explicit, appended)
+        name = f"{domain}/{playlist}"
+        if name not in report.playlists:
+            report.playlists.append(name)
+    return report
+
+
+def add_paths(engine: Engine, domain: str, paths: list[Path]) -> AddReport:
+    """Add folders (each a playlist; videos by name, then by episode number) and single files."""
+    report = AddReport()
+    return _add_entries(engine, _path_entries(domain, paths, report), report, by_name=True)
+
+
+def add_manifest(engine: Engine, file: str | Path) -> AddReport:
+    """Add the rows of a CSV/JSON manifest (domain, playlist, title, path, optional url and position)."""
+    file = Path(file).resolve()
+    report = AddReport()
+    return _add_entries(engine, read_manifest(file), report, by_name=False, source=str(file))

@@ -1,0 +1,108 @@
+"""Chunk search over the stored vectors (SPEC A8), restricted to a corpus (a domain, or everything).
+
+The index over a corpus is built from the store on first use and kept per process; it is rebuilt when
+the corpus changes (more vectors, or videos that became duplicates).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from playlisteval.config import Settings
+from playlisteval.index.embedders import Embedder, get_embedder
+from playlisteval.index.vectors import VectorIndex, decode_many
+from playlisteval.store.tables import Chunk, ChunkVector, Domain, Playlist, Video
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: int
+    video_id: int
+    path: str
+    title: str
+    start: float
+    end: float
+    score: float
+    transcript: str
+
+
+@dataclass
+class _Corpus:
+    key: tuple[object, ...]
+    chunk_ids: list[int]
+    index: VectorIndex
+
+
+_corpora: dict[tuple[str, str, str | None], _Corpus] = {}
+_lock = threading.Lock()
+
+
+def _scope(stmt: Any, embedder: str, domain: str | None) -> Any:
+    stmt = (
+        stmt.join(Chunk, Chunk.id == ChunkVector.chunk_id)
+        .join(Video, Video.id == Chunk.video_id)
+        .where(ChunkVector.embedder == embedder, Video.status == "indexed")
+    )
+    if domain is not None:
+        stmt = (
+            stmt.join(Playlist, Playlist.id == Video.playlist_id)
+            .join(Domain, Domain.id == Playlist.domain_id)
+            .where(Domain.name == domain)
+        )
+    return stmt
+
+
+def corpus_index(engine: Engine, embedder: Embedder, domain: str | None,
+                 exact_max: int) -> tuple[list[int], VectorIndex]:
+    """(chunk ids, index) of the live chunks of ``domain`` (None: the whole collection)."""
+    with Session(engine) as session:
+        count, last = session.exec(
+            _scope(select(func.count(col(ChunkVector.id)), func.max(col(ChunkVector.id))), embedder.name, domain)
+        ).one()
+        key = (count, last)
+        cache_key = (str(engine.url), embedder.name, domain)
+        with _lock:
+            cached = _corpora.get(cache_key)
+        if cached is not None and cached.key == key:
+            return cached.chunk_ids, cached.index
+        rows = session.exec(
+            _scope(select(ChunkVector.chunk_id, ChunkVector.vector), embedder.name, domain)
+            .order_by(ChunkVector.chunk_id)
+        ).all()
+    chunk_ids = [r[0] for r in rows]
+    index = VectorIndex(decode_many([r[1] for r in rows], embedder.dim), exact_max=exact_max)
+    with _lock:
+        _corpora[cache_key] = _Corpus(key, chunk_ids, index)
+    return chunk_ids, index
+
+
+def search(settings: Settings, engine: Engine, query: str, domain: str | None = None, k: int = 10,
+           embedder: Embedder | str | None = None) -> list[Hit]:
+    """The ``k`` chunks most similar to ``query``, best first."""
+    if embedder is None or isinstance(embedder, str):
+        embedder = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims)
+    chunk_ids, index = corpus_index(engine, embedder, domain, settings.index.exact_search_max)
+    if not chunk_ids:
+        return []
+    rows, scores = index.search(embedder.embed_texts([query])[0], k)
+    wanted = [chunk_ids[r] for r in rows]
+    with Session(engine) as session:
+        found = {
+            c.id: (c, v)
+            for c, v in session.exec(
+                select(Chunk, Video).join(Video, Video.id == Chunk.video_id)  # type: ignore[arg-type]
+                .where(Chunk.id.in_(wanted))  # type: ignore[union-attr]
+            ).all()
+        }
+    hits = []
+    for chunk_id, score in zip(wanted, scores.tolist(), strict=True):
+        chunk, video = found[chunk_id]
+        hits.append(Hit(chunk_id, video.id, video.path, video.title, chunk.start, chunk.end,  # type: ignore[arg-type]
+                        float(score), chunk.transcript))
+    return hits

@@ -1,0 +1,212 @@
+"""index_collection end to end on small real videos: chunks (A4), transcripts, vectors (A5), segments
+(A6), near-duplicates (A7), seeds (P), search (A8); a second run recomputes nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from playlisteval.config import Settings
+from playlisteval.index import asr
+from playlisteval.index.collection import add_paths
+from playlisteval.index.pipeline import index_collection, search
+from playlisteval.index.vectors import decode
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import Chunk, ChunkVector, Seed, Segment, Video
+from tests.index_helpers import make_video, settings_for, store, write_srt
+
+PHOTO = "photosynthesis converts light into chemical energy inside the chloroplasts of green leaves"
+ROME = "the roman legions marched along stone roads built by engineers across the empire"
+ENZYME = "enzymes are proteins that speed up reactions in every living cell"
+STARS = "stars form inside cold clouds of gas and dust that collapse under gravity"
+
+
+def _course(root: Path) -> Path:
+    course = root / "media" / "Course"
+    make_video(course / "Lecture 1.mp4", 95)
+    write_srt(course / "Lecture 1.srt", [(5, 9, PHOTO), (40, 44, ROME), (65, 69, ENZYME), (91, 94, STARS)])
+    make_video(course / "Lecture 2.mp4", 64)
+    write_srt(course / "Lecture 2.srt", [(2, 6, ROME), (35, 39, "the empire fell after centuries of war")])
+    make_video(course / "Lecture 3.mp4", 12, audio="speech", speech="The quick brown fox jumps over the lazy dog")
+    make_video(course / "Lecture 4.mp4", 40, audio=None)
+    return course
+
+
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, object]:
+    """One indexed course for the read-only tests below (building it takes seconds)."""
+    tmp_path = tmp_path_factory.mktemp("course")
+    settings = settings_for(tmp_path, embedder="hash", segment_min_s=30, segment_max_s=60, seed_min_gap_s=20,
+                            seed_similarity_min=0.0, seed_similarity_max=0.9)
+    engine = store(settings)
+    add_paths(engine, "Education", [_course(tmp_path)])
+    seen: list[tuple[str, int, int]] = []
+    report = index_collection(settings, engine, progress=lambda *a: seen.append(a))
+    assert ("videos", 4, 4) in seen and seen[-1] == ("seeds", 1, 1)
+    return settings, report
+
+
+@pytest.fixture
+def built(built_once: tuple[Settings, object]) -> tuple[Settings, Engine, object]:
+    settings, report = built_once
+    return settings, store(settings), report
+
+
+def _chunks(engine: Engine, title: str) -> list[Chunk]:
+    with Session(engine) as s:
+        video = s.exec(select(Video).where(Video.title == title)).one()
+        return list(s.exec(select(Chunk).where(Chunk.video_id == video.id).order_by(Chunk.idx)).all())
+
+
+def test_chunks_transcripts_and_vectors(built) -> None:  # type: ignore[no-untyped-def]
+    settings, engine, report = built
+    assert report.videos_indexed == 4 and report.skipped == []
+    lec1 = _chunks(engine, "Lecture 1")
+    assert [(c.start, c.end) for c in lec1] == [(0, 30), (30, 60), (60, 90), (90, 95)]
+    assert [c.transcript for c in lec1] == [PHOTO, ROME, ENZYME, STARS]
+    assert {c.transcript_source for c in lec1} == {"captions"}
+    assert [(c.start, c.end) for c in _chunks(engine, "Lecture 2")] == [(0, 30), (30, 60)]  # 4-s tail dropped
+    speech = _chunks(engine, "Lecture 3")
+    assert speech[0].transcript_source == "pocketsphinx"
+    assert {"brown", "fox", "lazy", "dog"} <= set(speech[0].transcript.split())
+    silent = _chunks(engine, "Lecture 4")
+    assert [(c.transcript, c.transcript_source) for c in silent] == [("", "none"), ("", "none")]
+    assert any("Lecture 4.mp4: no audio track" in w for w in report.warnings)
+    assert report.transcript_sources == {"captions": 6, "pocketsphinx": 1, "none": 2}
+    with Session(engine) as s:
+        vectors = s.exec(select(ChunkVector, Chunk).join(Chunk, Chunk.id == ChunkVector.chunk_id)).all()
+        statuses = set(s.exec(select(Video.status)).all())
+    assert len(vectors) == report.chunks == 9 and statuses == {"indexed"}
+    for vec, chunk in vectors:
+        norm = np.linalg.norm(decode(vec.vector, vec.dim))
+        assert norm == pytest.approx(1.0 if chunk.transcript else 0.0, abs=1e-5)
+    assert report.embedded == 7  # the two silent chunks need no embedder call
+
+
+def test_segments_are_renormalised_means(built) -> None:  # type: ignore[no-untyped-def]
+    settings, engine, report = built
+    assert report.segments.videos == 4
+    with Session(engine) as s:
+        video = s.exec(select(Video).where(Video.title == "Lecture 1")).one()
+        segs = s.exec(select(Segment).where(Segment.video_id == video.id).order_by(Segment.idx)).all()
+        chunk_vecs = [decode(v.vector) for v, _ in s.exec(
+            select(ChunkVector, Chunk).join(Chunk, Chunk.id == ChunkVector.chunk_id)
+            .where(Chunk.video_id == video.id).order_by(Chunk.idx)).all()]
+    # 95 s with segments of at most 60 s: two parts of two chunks each
+    assert [(g.start, g.end, g.first_chunk, g.last_chunk) for g in segs] == [(0, 60, 0, 1), (60, 95, 2, 3)]
+    for seg, (a, b) in zip(segs, [(0, 2), (2, 4)], strict=True):
+        mean = np.mean(chunk_vecs[a:b], axis=0)
+        assert np.allclose(decode(seg.vector), mean / np.linalg.norm(mean), atol=1e-6)
+
+
+def test_seeds_follow_the_rules(built) -> None:  # type: ignore[no-untyped-def]
+    settings, engine, report = built
+    cfg = settings.index
+    with Session(engine) as s:
+        seeds = s.exec(select(Seed)).all()
+        segs = {g.id: g for g in s.exec(select(Segment)).all()}
+    assert len(seeds) == report.seeds.inserted == report.seeds.candidates > 0
+    for seed in seeds:
+        a, b = segs[seed.segment1_id], segs[seed.segment2_id]
+        sim = float(decode(a.vector) @ decode(b.vector))
+        assert sim == pytest.approx(seed.similarity, abs=1e-5)
+        assert cfg.seed_similarity_min <= sim <= cfg.seed_similarity_max
+        if a.video_id == b.video_id:
+            assert max(a.start, b.start) - min(a.end, b.end) >= cfg.seed_min_gap_s
+
+
+def test_search_finds_the_chunk(built) -> None:  # type: ignore[no-untyped-def]
+    settings, engine, _ = built
+    hits = search(settings, engine, "chemical energy in chloroplasts", domain="Education", k=3)
+    assert Path(hits[0].path).name == "Lecture 1.mp4" and (hits[0].start, hits[0].end) == (0, 30)
+    assert hits[0].score > hits[1].score
+    assert search(settings, engine, "anything", domain="Drama") == []
+
+
+def test_near_duplicate_video_is_dropped(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, embedder="hash", segment_min_s=30, segment_max_s=60)
+    engine = store(settings)
+    show = tmp_path / "Show"
+    make_video(show / "a original.mp4", 65)
+    write_srt(show / "a original.srt", [(3, 8, PHOTO), (33, 38, ROME)])
+    shutil.copy(show / "a original.mp4", show / "b reupload.mp4")
+    shutil.copy(show / "a original.srt", show / "b reupload.srt")
+    add_paths(engine, "Documentary", [show])
+    report = index_collection(settings, engine)
+    assert [(d.similarity > 0.95) for d in report.segments.duplicates] == [True]
+    with Session(engine) as s:
+        videos = {v.title: v for v in s.exec(select(Video)).all()}
+        original, copy = videos["a original"], videos["b reupload"]
+        assert (original.status, copy.status) == ("indexed", "duplicate")
+        assert f"near-duplicate of video {original.id}" in (copy.reason or "")
+        orig_segs = s.exec(select(Segment).where(Segment.video_id == original.id).order_by(Segment.idx)).all()
+        copy_segs = s.exec(select(Segment).where(Segment.video_id == copy.id).order_by(Segment.idx)).all()
+        assert [g.duplicate_of for g in copy_segs] == [g.id for g in orig_segs]
+        assert all(g.duplicate_of is None for g in orig_segs)
+    assert search(settings, engine, "roman legions", k=5)[0].path == original.path  # duplicates are not served
+
+
+def test_failed_asr_leaves_an_empty_transcript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(path: object) -> list:
+        raise RuntimeError("decoder exploded")
+
+    monkeypatch.setitem(asr.BACKENDS, "pocketsphinx", broken)
+    settings = settings_for(tmp_path, embedder="hash")
+    engine = store(settings)
+    add_paths(engine, "Life", [make_video(tmp_path / "Vlog" / "day.mp4", 31)])
+    (tmp_path / "Vlog" / "gone.mp4").write_bytes(b"")
+    report = index_collection(settings, engine)
+    assert report.videos_indexed == 1 and report.transcript_sources == {"none": 1}
+    assert any("ASR (pocketsphinx) failed (RuntimeError: decoder exploded)" in w for w in report.warnings)
+
+
+def test_a_vanished_file_is_skipped_and_the_rest_indexed(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, embedder="hash")
+    engine = store(settings)
+    folder = tmp_path / "Art"
+    write_srt(folder / "one.srt", [(1, 2, "brush strokes")])
+    add_paths(engine, "Art", [make_video(folder / "one.mp4", 6), make_video(folder / "two.mp4", 6)])
+    (folder / "two.mp4").unlink()
+    report = index_collection(settings, engine)
+    assert report.videos_indexed == 1 and [s.reason for s in report.skipped] == ["missing"]
+    with Session(engine) as s:
+        assert {v.title: v.status for v in s.exec(select(Video)).all()} == {"one": "indexed", "two": "skipped"}
+
+
+def test_another_embedder_backfills_without_rejudging(built) -> None:  # type: ignore[no-untyped-def]
+    settings, engine, _ = built
+    other = settings.model_copy(deep=True)
+    other.root = settings.root
+    other.index.embedder = "hash:64"
+    report = index_collection(other, engine)
+    assert (report.videos_indexed, report.embedded, report.segments.videos) == (0, 7, 4)
+    assert report.segments.duplicates == []
+    with Session(engine) as s:
+        assert len(s.exec(select(ChunkVector).where(ChunkVector.embedder == "hash:64")).all()) == 9
+    assert len(search(other, engine, "chemical energy in chloroplasts", k=20)) == 9  # served from hash:64
+
+
+def test_second_run_recomputes_nothing(built) -> None:  # type: ignore[no-untyped-def]
+    # last in this file: it re-indexes the shared course (ending in the same state)
+    settings, engine, _ = built
+    with Session(engine) as s:
+        before = [(v.id, v.content_hash, v.vector) for v in s.exec(select(ChunkVector).order_by(ChunkVector.id))]
+        seeds_before = s.exec(select(Seed.id, Seed.segment1_id, Seed.segment2_id)).all()
+    again = index_collection(settings, engine)
+    assert (again.videos_indexed, again.embedded, again.reused, again.seeds.inserted) == (0, 0, 9, 0)
+    # even a full re-index of every video (status back to "new") reuses every stored vector
+    with transaction(engine) as s:
+        for video in s.exec(select(Video)).all():
+            video.status = "new"
+            s.add(video)
+    redo = index_collection(settings, engine)
+    assert (redo.videos_indexed, redo.embedded, redo.reused) == (4, 0, 9)
+    with Session(engine) as s:
+        after = [(v.id, v.content_hash, v.vector) for v in s.exec(select(ChunkVector).order_by(ChunkVector.id))]
+        assert s.exec(select(Seed.id, Seed.segment1_id, Seed.segment2_id)).all() == seeds_before
+    assert after == before
