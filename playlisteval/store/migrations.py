@@ -22,7 +22,7 @@ def _initial(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, checkfirst=True)
 
 
-def _add_column(table: str, column: str, ddl_type: str, default: str) -> Migration:
+def add_column(table: str, column: str, ddl_type: str, default: str) -> Migration:
     def migrate(conn: Connection) -> None:
         existing = {c["name"] for c in inspect(conn).get_columns(table)}
         if column not in existing:
@@ -31,11 +31,23 @@ def _add_column(table: str, column: str, ddl_type: str, default: str) -> Migrati
     return migrate
 
 
+def create_tables(*names: str) -> Migration:
+    """A migration that creates tables added after 0001 (a new store already has them: skipped)."""
+
+    def migrate(conn: Connection) -> None:
+        for name in names:
+            SQLModel.metadata.tables[name].create(conn, checkfirst=True)
+
+    return migrate
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _initial),
     # an item that keeps killing its worker is failed as poison (DESIGN, delivery facts)
-    ("0002_item_claims", _add_column("item", "claims", "INTEGER", "0")),
-    ("0003_chunk_ocr_text", _add_column("chunk", "ocr_text", "TEXT", "''")),
+    ("0002_item_claims", add_column("item", "claims", "INTEGER", "0")),
+    ("0003_chunk_ocr_text", add_column("chunk", "ocr_text", "TEXT", "''")),
+    # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
+    # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]
 
 

@@ -1,0 +1,142 @@
+"""Commands that run the build: build, resume, retry-failed, status, worker."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.live import Live
+from rich.table import Table
+
+from playlisteval.cli_support import console, settings_of
+from playlisteval.state import State
+
+
+def _live_status(settings: Any) -> tuple[Live, Any]:
+    from playlisteval.build import status as read_status
+
+    live = Live(_status_table(read_status(settings)), console=console, refresh_per_second=4, transient=False)
+
+    def tick() -> None:
+        live.update(_status_table(read_status(settings)))
+
+    return live, tick
+
+
+_BUDGET_HELP = "Budget in USD for this build's model calls (0 = none). The build pauses when it is reached."
+
+
+@click.command()
+@click.option("--budget", type=float, default=None, help=_BUDGET_HELP)
+@click.pass_context
+def build(ctx: click.Context, budget: float | None) -> None:
+    """Create an item for every seed that has none and run the items through the state machine.
+
+    With the in-process broker (the default) the items run to the end here, with a live display; with
+    a Redis broker they are enqueued for `playlisteval worker` processes and the command returns.
+    """
+    from playlisteval.build import build as run_build
+
+    settings = settings_of(ctx)
+    live, tick = _live_status(settings)
+    with live:
+        outcome = run_build(settings, budget=budget, on_tick=tick)
+    _after_run(settings, outcome, f"created {outcome.created} item(s)")
+
+
+@click.command()
+@click.option("--budget", type=float, default=None, help=_BUDGET_HELP)
+@click.pass_context
+def resume(ctx: click.Context, budget: float | None) -> None:
+    """Re-enqueue every unfinished item whose lease has expired (after a crash, a stop or a budget pause)."""
+    from playlisteval.build import resume as run_resume
+
+    settings = settings_of(ctx)
+    live, tick = _live_status(settings)
+    with live:
+        outcome = run_resume(settings, budget=budget, on_tick=tick)
+    _after_run(settings, outcome, "resumed")
+
+
+@click.command("retry-failed")
+@click.pass_context
+def retry_failed(ctx: click.Context) -> None:
+    """Put failed items back in the state they failed in, and resume them."""
+    from playlisteval.build import retry_failed as run_retry
+
+    settings = settings_of(ctx)
+    live, tick = _live_status(settings)
+    with live:
+        moved = run_retry(settings, on_tick=tick)
+    console.print(f"retried {len(moved)} failed item(s)")
+
+
+def _after_run(settings: Any, outcome: Any, what: str) -> None:
+    from playlisteval.build import status as read_status
+
+    console.print()
+    if outcome.foreground:
+        console.print(f"{what}; {outcome.enqueued} item(s) processed")
+    else:
+        console.print(f"{what}; {outcome.enqueued} item(s) enqueued for `playlisteval worker` processes")
+    st = read_status(settings)
+    if st.paused:
+        console.print(f"[yellow]paused:[/] {st.paused}\nRaise it with `playlisteval resume --budget USD`.")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Items per state, attempts, gate rejections, model calls and spend against the budget."""
+    from playlisteval.build import status as read_status
+
+    st = read_status(settings_of(ctx))
+    if as_json:
+        click.echo(json.dumps(st.__dict__, default=str))
+        return
+    console.print(_status_table(st))
+    for item_id, error in st.failures[:10]:
+        console.print(f"  [red]item {item_id} failed:[/] {error}", highlight=False)
+
+
+def _status_table(st: Any) -> Table:
+    table = Table(title=f"{st.items} item(s) from {st.seeds} seed(s)", show_header=True)
+    table.add_column("state")
+    table.add_column("items", justify="right")
+    for state in State:
+        n = st.states.get(state.value, 0)
+        if n or state in (State.PENDING, State.ACCEPTED):
+            table.add_row(state.value, str(n))
+    table.add_section()
+    table.add_row("attempts (Phase I / II)", f"{st.phase1_attempts} / {st.phase2_attempts}")
+    if st.rejections:
+        table.add_row("rejections", ", ".join(f"{g}: {n}" for g, n in sorted(st.rejections.items())))
+    table.add_row("model calls (cache hits)", f"{st.calls} ({st.cache_hits})")
+    budget = f" of {st.budget_usd:.2f}" if st.budget_usd else ""
+    table.add_row("spend (USD)", f"{st.spent_usd:.4f}{budget}")
+    if st.paused:
+        table.add_row("[yellow]paused[/]", st.paused)
+    return table
+
+
+@click.command()
+@click.option("--threads", type=int, default=None, help="Worker threads (default: [broker] threads).")
+@click.pass_context
+def worker(ctx: click.Context, threads: int | None) -> None:
+    """Run build actors from the Redis queue until stopped (SIGTERM/SIGINT stop it cleanly)."""
+    from playlisteval.actors import App
+    from playlisteval.broker import is_redis
+    from playlisteval.workers import serve
+
+    settings = settings_of(ctx)
+    if not is_redis(settings.broker.url):
+        raise click.UsageError("`worker` needs a Redis broker: set [broker] url = \"redis://…\" "
+                               "(or PLAYLISTEVAL_BROKER__URL); with memory:// `build` runs the items itself")
+    if threads:
+        settings.broker.threads = threads
+    serve(App(settings))
+
+
+COMMANDS = [build, resume, retry_failed, status, worker]

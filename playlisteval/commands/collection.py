@@ -1,0 +1,124 @@
+"""Commands that collect and index playlists: synth, add, index, search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from playlisteval.cli_support import console, settings_of
+
+
+@click.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--domains", default=2, show_default=True, help="Number of domains.")
+@click.option("--playlists", default=1, show_default=True, help="Playlists per domain.")
+@click.option("--videos", default=3, show_default=True, help="Videos per playlist.")
+@click.option("--minutes", default=3.0, show_default=True, help="Minutes per video.")
+@click.option("--seed", default=0, show_default=True, help="Random seed (same seed, same videos).")
+def synth(out: Path, domains: int, playlists: int, videos: int, minutes: float, seed: int) -> None:
+    """Write synthetic playlists (video, captions, .world.json facts) for the offline sim world."""
+    from playlisteval.synth.make import make_collection
+
+    with console.status("rendering synthetic videos…") as status:
+        paths = make_collection(out, domains=domains, playlists=playlists, videos=videos, minutes=minutes,
+                                seed=seed, progress=lambda msg: status.update(msg))
+    console.print(f"wrote {len(paths)} videos under {out}")
+
+
+@click.command()
+@click.argument("domain", required=False)
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="CSV or JSON manifest: domain, playlist, title, path[, url, position].")
+@click.pass_context
+def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifest: Path | None) -> None:
+    """Add videos to DOMAIN: each folder is a playlist; a file joins the playlist of its folder.
+
+    Missing, corrupt, zero-length or non-video entries are reported and skipped. Adding again changes
+    nothing; new videos are the only ones indexed next.
+    """
+    from playlisteval.index.collection import add_manifest, add_paths
+    from playlisteval.store import open_store
+
+    engine = open_store(settings_of(ctx))
+    if manifest is not None:
+        report = add_manifest(engine, manifest)
+    elif domain and paths:
+        report = add_paths(engine, domain, list(paths))
+    else:
+        raise click.UsageError("give DOMAIN and PATH…, or --manifest FILE")
+    _print_add_report(report)
+
+
+def _print_add_report(report: Any) -> None:
+    console.print(report.summary())
+    for skipped in report.skipped:
+        console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
+
+
+@click.command()
+@click.pass_context
+def index(ctx: click.Context) -> None:
+    """Index new videos: 30-s chunks, transcripts, vectors, segments, near-duplicates, seeds."""
+    from rich.progress import Progress
+
+    from playlisteval.index.pipeline import index_collection
+    from playlisteval.store import open_store
+
+    settings = settings_of(ctx)
+    engine = open_store(settings)
+    with Progress(console=console, transient=True) as progress:
+        tasks: dict[str, Any] = {}
+
+        def tick(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.update(tasks[stage], completed=done, total=total)
+
+        report = index_collection(settings, engine, progress=tick)
+    _print_index_report(report)
+
+
+def _print_index_report(report: Any) -> None:
+    sources = ", ".join(f"{n} from {src}" for src, n in sorted(report.transcript_sources.items())) or "none"
+    console.print(
+        f"indexed {report.videos_indexed} video(s) in {report.seconds:.1f}s: {report.chunks} chunks "
+        f"(transcripts: {sources}); vectors {report.embedded} computed, {report.reused} reused; "
+        f"{report.segments.segments} segment(s); seeds {report.seeds.inserted} new of {report.seeds.candidates}"
+    )
+    for dup in report.segments.duplicates:
+        console.print(f"  [yellow]near-duplicate[/] {dup}", highlight=False)
+    for skipped in report.skipped:
+        console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
+    for warning in report.warnings:
+        console.print(f"  [yellow]warning[/] {warning}", highlight=False)
+
+
+@click.command()
+@click.argument("query")
+@click.option("--domain", help="Search only this domain.")
+@click.option("--k", default=10, show_default=True, help="How many chunks to return.")
+@click.option("--embedder", help="Embedder name (default: [index] embedder).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {path, start, end, score}.")
+@click.pass_context
+def search(ctx: click.Context, query: str, domain: str | None, k: int, embedder: str | None, as_json: bool) -> None:
+    """The top chunks for a text QUERY, with their video, start and end seconds and score."""
+    from playlisteval.index.pipeline import search as run_search
+    from playlisteval.store import open_store
+
+    settings = settings_of(ctx)
+    hits = run_search(settings, open_store(settings), query, domain=domain, k=k, embedder=embedder)
+    if as_json:
+        click.echo(json.dumps([{"path": h.path, "start": h.start, "end": h.end, "score": h.score} for h in hits]))
+        return
+    table = Table("score", "video", "start", "end")
+    for h in hits:
+        table.add_row(f"{h.score:.3f}", h.path, f"{h.start:.0f}", f"{h.end:.0f}")
+    console.print(table)
+
+
+COMMANDS = [synth, add, index, search]
