@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 
 from playlisteval.cli_support import console, settings_of
-from playlisteval.state import State
+from playlisteval.state import WORKING, State
 
 
 def _live_status(settings: Any) -> tuple[Live, Any]:
@@ -87,12 +87,25 @@ def _after_run(settings: Any, outcome: Any, what: str) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.option("--watch", is_flag=True,
+              help="Keep the display live (e.g. while `playlisteval worker` processes build) until no item is "
+                   "left in a working state; Ctrl-C leaves.")
 @click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
+def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
     """Items per state, attempts, gate rejections, model calls and spend against the budget."""
+    import time
+
     from playlisteval.build import status as read_status
 
-    st = read_status(settings_of(ctx))
+    settings = settings_of(ctx)
+    st = read_status(settings)
+    if watch and not as_json:
+        with Live(_status_table(st), console=console, refresh_per_second=2) as live:
+            while any(st.states.get(s.value, 0) for s in WORKING) and not st.paused:
+                time.sleep(1.0)
+                st = read_status(settings)
+                live.update(_status_table(st))
+        return
     if as_json:
         click.echo(json.dumps(st.__dict__, default=str))
         return

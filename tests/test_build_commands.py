@@ -1,0 +1,79 @@
+"""build / resume / retry-failed / status through the CLI, failures kept, poison items failed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from playlisteval.actors import App
+from playlisteval.actors.step import run_step
+from playlisteval.build import status
+from playlisteval.cli import main
+from playlisteval.state import State
+from playlisteval.store import items, transaction
+from playlisteval.store.tables import Item
+from tests.helpers import QUIET_SIM, project, seeded_store
+
+
+def test_every_command_explains_itself() -> None:
+    runner = CliRunner()
+    top = runner.invoke(main, ["--help"])
+    assert top.exit_code == 0 and "Commands:" in top.output
+    for command in main.commands:
+        result = runner.invoke(main, [command, "--help"])
+        assert result.exit_code == 0, command
+        assert len(result.output.split("\n")) > 3, command
+
+
+def test_commands_outside_a_project_say_how_to_start(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["--project", str(tmp_path), "status"])
+    assert result.exit_code == 1
+    assert "playlisteval init" in result.output
+
+
+def test_init_then_build_and_status_json(tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["init", str(tmp_path)]).exit_code == 0
+    seeded_store(project(tmp_path), 2)
+    built = runner.invoke(main, ["--project", str(tmp_path), "build"])
+    assert built.exit_code == 0, built.output
+    assert "created 2 item(s)" in built.output
+    result = runner.invoke(main, ["--project", str(tmp_path), "status", "--json"])
+    data = json.loads(result.output)
+    assert sum(data["states"].values()) == 2 and data["calls"] > 0
+
+
+def test_a_permanent_error_fails_the_item_with_the_error_kept_and_retry_failed_resumes_it(tmp_path: Path) -> None:
+    broken = project(tmp_path, models__C3="nosuchprovider/model", **QUIET_SIM)
+    seeded_store(broken, 1)
+    runner = CliRunner()
+    env = {"PLAYLISTEVAL_MODELS__C3": "nosuchprovider/model",
+           **{f"PLAYLISTEVAL_SIM__{k.split('__')[1].upper()}": "0" for k in QUIET_SIM}}
+    assert runner.invoke(main, ["--project", str(tmp_path), "build"], env=env).exit_code == 0
+    st = status(broken)
+    assert st.states == {"failed": 1}
+    assert "nosuchprovider" in st.failures[0][1]
+    shown = runner.invoke(main, ["--project", str(tmp_path), "status"], env=env)
+    assert "failed" in shown.output and "nosuchprovider" in shown.output
+    # fix the configuration, then put the item back where it failed
+    fixed_env = {k: v for k, v in env.items() if "MODELS" not in k}
+    result = runner.invoke(main, ["--project", str(tmp_path), "retry-failed"], env=fixed_env)
+    assert result.exit_code == 0 and "retried 1" in result.output
+    assert status(project(tmp_path, **QUIET_SIM)).states == {"accepted": 1}
+
+
+def test_an_item_that_keeps_killing_its_worker_is_failed_as_poison(tmp_path: Path) -> None:
+    settings = project(tmp_path)
+    engine = seeded_store(settings, 1)
+    (item_id,) = items.create_items(engine)
+    with transaction(engine) as s:
+        item = s.get(Item, item_id)
+        assert item is not None
+        item.claims = settings.broker.max_claims  # claimed that often, never committed
+    assert run_step(App(settings), State.PENDING, item_id) is State.FAILED
+    with engine.connect() as conn:
+        error = conn.execute(text("SELECT error FROM item")).scalar()
+    assert "poison" in error
