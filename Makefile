@@ -29,7 +29,7 @@ test: system venv
 	$(BIN)/pytest -q
 
 lint: venv
-	$(BIN)/ruff check playlisteval tests bench
+	$(BIN)/ruff check playlisteval tests $(wildcard bench)
 	$(BIN)/mypy playlisteval
 
 bench: system venv
