@@ -3,7 +3,6 @@ process on Redis, with a sweeper that re-enqueues items whose lease expired (a w
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from collections.abc import Callable, Iterable
@@ -57,12 +56,13 @@ def sweep_once(app: App) -> int:
 def serve(app: App, stop: threading.Event | None = None) -> None:
     """A `playlisteval worker` process: dramatiq worker threads on the Redis queue plus a sweeper."""
     threads = app.settings.broker.threads
-    # prefetch no more than we can work on: long model calls must not sit in one worker's buffer
-    os.environ.setdefault("dramatiq_queue_prefetch", str(threads))
     stop = stop or threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     worker = dramatiq.Worker(app.broker, worker_threads=threads, queues={BUILD_QUEUE})
+    # prefetch no more than we can work on: messages for long model calls must not wait in one
+    # worker's buffer while another worker idles (dramatiq's default is twice the thread count)
+    worker.queue_prefetch = threads
     worker.start()
     log.info("worker.started", worker=app.worker_id, threads=threads, broker=app.settings.broker.url)
     try:
