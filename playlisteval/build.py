@@ -12,6 +12,7 @@ from playlisteval.actors import App
 from playlisteval.actors.step import limits_for
 from playlisteval.broker import is_redis
 from playlisteval.config import Settings
+from playlisteval.gates.preflight import preflight
 from playlisteval.models.runner import BUDGET_KEY, PAUSED_KEY, budget_usd, spent_usd
 from playlisteval.state import State
 from playlisteval.store import items, open_store, transaction
@@ -39,6 +40,7 @@ def set_budget(settings: Settings, budget: float | None) -> None:
 
 def build(settings: Settings, budget: float | None = None, on_tick: Callable[[], None] | None = None,
           app: App | None = None) -> BuildOutcome:
+    preflight(settings)  # SPEC C4 and the prompt folder: refuse to start on a bad configuration
     set_budget(settings, budget)
     app = app or App(settings)
     created = items.create_items(app.engine)
@@ -54,6 +56,7 @@ def build(settings: Settings, budget: float | None = None, on_tick: Callable[[],
 
 def resume(settings: Settings, budget: float | None = None, on_tick: Callable[[], None] | None = None,
            app: App | None = None) -> BuildOutcome:
+    preflight(settings)
     set_budget(settings, budget)
     app = app or App(settings)
     work = items.resumable(app.engine)

@@ -60,6 +60,25 @@ class IndexSettings(_Section):
     seeds_same_playlist: bool = True
     asr: str = "pocketsphinx"
     exact_search_max: int = 5000
+    # on-screen text (issue 3): OCR of the sampled frames, embedded with the transcript
+    ocr: str = "rapidocr"  # rapidocr (offline, bundled models) or none
+    ocr_max_side: int = 640  # frames are shrunk to this longest side before OCR (cost grows with area)
+    ocr_min_score: float = 0.5  # recognised lines below this confidence are dropped
+    # a frame is not re-read when under ocr_skip_share of its 64x64 grey thumbnail differs from the last
+    # frame read by more than ocr_skip_level grey levels (of 255): it reuses that frame's text
+    ocr_skip_share: float = 0.002
+    ocr_skip_level: float = 24
+    ocr_weight: float = 1.0  # weight of the on-screen text against the transcript in a chunk vector
+    threads: int = 2  # in-process index worker threads (one video each)
+    lease_s: float = 3600  # a video claimed by a worker that died is claimable again after this
+    wait_stall_s: float = 1800  # with Redis: stop waiting when no video finished for this long
+    poll_s: float = 0.5  # how often `index` checks the store for finished videos
+    vl_model: str = ""  # local folder of Qwen3-VL-Embedding weights (embedder "qwen3-vl-embedding")
+    vl_max_frames: int = 16  # [A5] at most 16 frames per chunk (4/8/16 in the paper's sweep)
+    vl_min_pixels: int = 4096  # [A5] 64x64
+    vl_max_pixels: int = 691200  # [A5] 960x720
+    vl_max_tokens: int = 32000  # [A5] input tokens per chunk
+    vl_batch: int = 4  # chunks per forward pass
 
 
 class BuildSettings(_Section):
@@ -73,6 +92,14 @@ class BuildSettings(_Section):
     min_paragraphs: int = 3
     gen_fps: float = 0.5
     verify_fps: float = 0.5
+    gen_size: tuple[int, int] = (1280, 720)  # [B1] 720p for the generator (fit inside, keep aspect)
+    gen_media_resolution: str = "medium"  # [B1] Gemini media resolution for the generator's clips
+    verify_size: tuple[int, int] = (640, 480)  # [C3] the video verifier's frames fit inside this
+    # a folder of the user's own prompt templates (relative to the project), tried before the package's
+    prompts_dir: str = ""
+    # [C4] model → family for the check that a verifier never checks its own family: exact
+    # "provider/model" or a glob ("vllm/*Qwen*"); unmapped models fall back to the provider
+    model_families: dict[str, str] = Field(default_factory=dict)
 
 
 class RunnerSettings(_Section):
@@ -80,6 +107,53 @@ class RunnerSettings(_Section):
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
     timeout_s: float = 300
+
+
+class ProviderSettings(_Section):
+    """Where the real providers live and how media is shaped for them (issue 4)."""
+
+    gemini_base_url: str = ""  # empty: the SDK's own endpoint
+    gemini_api_version: str = "v1beta"  # google-genai would call /v1, which lacks some features
+    openai_base_url: str = ""  # empty: api.openai.com
+    qwen_base_url: str = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    qwen_response_format: str = "json_schema"  # or "json_object" (schema then goes in the prompt)
+    qwen_min_frames: int = 4  # DashScope wants at least this many images in a frame list
+    vllm_base_url: str = "http://127.0.0.1:8000/v1"
+    vllm_gpus: float = 1  # GPUs behind the server: a call costs latency x this many GPU-seconds
+    vllm_video: str = "frames"  # "frames" (image parts) or "video_url" (the clip as an mp4 data URL)
+    image_limits: dict[str, int] = Field(default_factory=lambda: {
+        "openai/*": 100, "qwen/*": 512, "vllm/*": 64, "hf/*": 32})
+    image_detail: str = "auto"  # OpenAI image detail: low / high / auto
+    clip_fps: float = 2.0  # stored frame rate of model clips; each request samples its own fps from it
+    clip_crf: int = 28  # x264 quality of model clips (lower is better and bigger)
+    clip_timeout_s: float = 600
+    file_poll_s: float = 2.0  # Gemini Files API: how often to ask whether an upload is ready
+    file_wait_s: float = 600  # … and for how long before giving up (a transient error)
+    file_ttl_s: float = 172800  # an upload's lifetime when the API does not say (48 h)
+    file_margin_s: float = 3600  # an upload expiring sooner than this is uploaded again
+    check_timeout_s: float = 5  # `models check` reachability probe
+    hf_device: str = "auto"  # auto / cpu / cuda / cuda:1 …
+    hf_dtype: str = "auto"  # auto (bf16 on GPU, fp32 on CPU) / float32 / bfloat16 / float16
+    hf_max_new_tokens: int = 1024
+
+
+class EstimateSettings(_Section):
+    """Expectations behind `playlisteval cost estimate`, a projection made before anything is spent."""
+
+    tokens_per_frame: int = 258  # a video frame (Gemini's count at default resolution)
+    audio_tokens_per_s: float = 32
+    transcript_tokens_per_min: float = 200  # ~150 spoken words a minute
+    prompt_tokens: int = 1500  # a role's instructions, before its media and texts
+    attempts_phase1: float = 1.5  # expected Phase I attempts per seed (rejections included)
+    attempts_phase2: float = 1.5  # expected Phase II attempts per question
+    second_opinion: float = 0.2  # share of C2.2 / D3 checks that need the second model
+    thinking_ratio: float = 1.0  # thinking tokens per output token, for models priced for thinking
+    gpu_seconds_per_call: float = 10  # local (vLLM / hf) models
+    judge_frames: int = 128  # [F2, G1] frames a difficulty judge sees per pair
+    output_tokens: dict[str, int] = Field(default_factory=lambda: {
+        "B": 2000, "C2_transcript_answer": 400, "C2_transcript_verify": 200, "C2_parametric_answer_a": 400,
+        "C2_parametric_verify_a": 200, "C2_parametric_answer_b": 400, "C2_parametric_verify_b": 200, "C3": 500,
+        "D1": 5000, "D3_first": 1000, "D3_second": 1000, "D4": 1000, "F_first": 300, "F_second": 300})
 
 
 class SimSettings(_Section):
@@ -93,6 +167,48 @@ class SimSettings(_Section):
     malformed_json: float = 0.03
     refusal: float = 0.01
     rate_limited: float = 0.02
+
+
+class AnalyticsSettings(_Section):
+    """Numbers the analytics views and the report use (issue 6 item 5)."""
+
+    consistent_letter_agreement: float = 0.25  # SPEC G5: a judge below this letter agreement is consistent
+    report_examples: int = 5  # pairs shown in the report's "hardest pairs" section
+    scope_order: list[str] = Field(default_factory=lambda: ["oracle", "1h", "10h", "24h", "domain"])
+
+
+class SelectSettings(_Section):
+    """The difficulty gate and the sampled benchmark (SPEC F; issue 6)."""
+
+    benchmark: str = "playlistbench"  # the name `select` gives the benchmark it draws
+    questions_per_domain: int = 49  # [F3] first level; 0 = the smallest domain's count of accepted questions
+    pairs_per_domain: int = 90  # [F3] second level: kept pairs drawn per domain
+    difficulty_evidence: str = "retrieved"  # [F2] what the weak judges see: retrieved / uniform / oracle
+    difficulty_scope: str = "domain"  # [F2] the corpus they see it from
+
+
+class EvalSettings(_Section):
+    """Judge and retriever runs (SPEC G, R; issue 6). Every `eval judge` option defaults to these."""
+
+    panel: list[str] = Field(default_factory=lambda: ["sim/judge"])  # [G7] judges run without --judge
+    retriever: str = ""  # [G1] embedder that ranks chunks for retrieved evidence; "" = [index] embedder
+    evidence: str = "retrieved"  # [G1] retrieved / uniform / oracle
+    scope: str = "domain"  # [G2] domain / oracle / a name in `scopes`
+    scopes: dict[str, float] = Field(default_factory=lambda: {"24h": 24.0, "10h": 10.0})  # [G2] hours
+    frames: int = 128  # [G1] frames per judgment (retrieved: frames / frames_per_chunk chunks)
+    frames_per_chunk: int = 2  # [G1]
+    frame_size: tuple[int, int] = (640, 480)  # [G3] frames fit inside (width, height); swept 480x360, 720x540
+    modality: str = "frames+transcript"  # [G6] or frames / transcript / frames+audio / audio
+    audio_mode: str = "track"  # [G3] one merged track, or "turns": one audio part per chunk
+    audio_pause_s: float = 0.6  # [G3] silence between chunks in the merged track
+    audio_speed: float = 1.0  # [G3] playback speed 1.0 / 1.5 / 2.0
+    audio_bitrate: str = "32k"  # the merged track is AAC at this bitrate, mono 16 kHz
+    thinking: str = ""  # [G6] minimal / low / medium / high; "" = the provider's default
+    media_resolution: str = ""  # [G6] low / medium / high (Gemini); "" = the provider's default
+    materialize_frames: bool = True  # write frame JPEGs; false sends timestamps only (sim worlds, tests)
+    workers: int = 4  # items judged at once
+    segment_top_chunks: int = 3  # [R1] a segment scores the mean of its best chunks' similarities
+    retrieval_k: int = 10  # [R2]
 
 
 DEFAULT_MODELS: dict[str, str] = {
@@ -136,7 +252,12 @@ class Settings(BaseModel):
     prices: dict[str, Price] = Field(default_factory=dict)
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
     rate_limits: dict[str, dict[str, float]] = Field(default_factory=dict)
+    providers: ProviderSettings = Field(default_factory=ProviderSettings)
+    estimate: EstimateSettings = Field(default_factory=EstimateSettings)
     sim: SimSettings = Field(default_factory=SimSettings)
+    select: SelectSettings = Field(default_factory=SelectSettings)
+    eval: EvalSettings = Field(default_factory=EvalSettings)
+    analytics: AnalyticsSettings = Field(default_factory=AnalyticsSettings)
     root: Path = Field(default=Path("."), exclude=True)
 
     # -- derived ---------------------------------------------------------------------------------

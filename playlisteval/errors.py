@@ -11,6 +11,7 @@
     │   ├── PermanentModelError       4xx, refusal to serve, bad request: the item fails with it kept
     │   ├── ProviderNotAvailable      the provider's SDK is not installed or its key is not set
     │   └── BudgetExceeded            the next paid call would pass the build budget: the build pauses
+    │       └── QuotaExhausted        the provider's quota or billing is used up: the build pauses too
     └── StageError                    a stage could not produce its outputs (the item fails with it kept)
 
 Gates never raise for a bad candidate: they return a verdict (DESIGN principle 5).
@@ -72,6 +73,14 @@ class BudgetExceeded(ModelError):
             f"budget reached: spent {spent:.4f} USD, next call ~{estimate:.4f} USD, budget {budget:.4f} USD"
         )
         self.spent, self.estimate, self.budget = spent, estimate, budget
+
+
+class QuotaExhausted(BudgetExceeded):
+    """The provider says the account's quota or credit is used up: retrying cannot help, pausing can."""
+
+    def __init__(self, message: str) -> None:
+        ModelError.__init__(self, message)
+        self.spent, self.estimate, self.budget = 0.0, 0.0, 0.0
 
 
 class StageError(PlaylistEvalError):

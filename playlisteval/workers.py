@@ -59,7 +59,9 @@ def serve(app: App, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    worker = dramatiq.Worker(app.broker, worker_threads=threads, queues={BUILD_QUEUE})
+    from playlisteval.index.actors import INDEX_QUEUE  # videos to index (issue 3) share the workers
+
+    worker = dramatiq.Worker(app.broker, worker_threads=threads, queues={BUILD_QUEUE, INDEX_QUEUE})
     # prefetch no more than we can work on: messages for long model calls must not wait in one
     # worker's buffer while another worker idles (dramatiq's default is twice the thread count)
     worker.queue_prefetch = threads

@@ -45,6 +45,7 @@ def settings_for(tmp_path: Path, **index: object) -> Settings:
     s = Settings()
     s.root = tmp_path
     s.store.url = "sqlite:///x.db"
+    s.index.ocr = "none"  # OCR costs ~0.3 s a frame: tests that read on-screen text ask for it
     for key, value in index.items():
         setattr(s.index, key, value)
     return s

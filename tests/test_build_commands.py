@@ -47,17 +47,17 @@ def test_init_then_build_and_status_json(tmp_path: Path) -> None:
 
 
 def test_a_permanent_error_fails_the_item_with_the_error_kept_and_retry_failed_resumes_it(tmp_path: Path) -> None:
-    broken = project(tmp_path, models__C3="nosuchprovider/model", **QUIET_SIM)
+    broken = project(tmp_path, models__C3="hf/no-such-local-model", **QUIET_SIM)
     seeded_store(broken, 1)
     runner = CliRunner()
-    env = {"PLAYLISTEVAL_MODELS__C3": "nosuchprovider/model",
+    env = {"PLAYLISTEVAL_MODELS__C3": "hf/no-such-local-model",
            **{f"PLAYLISTEVAL_SIM__{k.split('__')[1].upper()}": "0" for k in QUIET_SIM}}
     assert runner.invoke(main, ["--project", str(tmp_path), "build"], env=env).exit_code == 0
     st = status(broken)
     assert st.states == {"failed": 1}
-    assert "nosuchprovider" in st.failures[0][1]
+    assert "no-such-local-model" in st.failures[0][1]
     shown = runner.invoke(main, ["--project", str(tmp_path), "status"], env=env)
-    assert "failed" in shown.output and "nosuchprovider" in shown.output
+    assert "failed" in shown.output and "no-such-local-model" in shown.output
     # fix the configuration, then put the item back where it failed
     fixed_env = {k: v for k, v in env.items() if "MODELS" not in k}
     result = runner.invoke(main, ["--project", str(tmp_path), "retry-failed"], env=fixed_env)

@@ -61,6 +61,11 @@ class App:
                 actor_name=name, queue_name=BUILD_QUEUE, broker=self.broker,
                 max_retries=5, min_backoff=2_000, max_backoff=120_000, time_limit=time_limit_ms,
             )(fn)
+        # the "index" queue's actors (issue 3): `playlisteval worker` serves them next to the build's
+        from playlisteval.index.actors import IndexContext, declare_index_actors
+
+        self.index_actors = declare_index_actors(
+            self.broker, lambda: IndexContext(self.settings, self.engine, self.worker_id))
         _current = self
 
     def enqueue(self, item_id: int, state: State) -> None:

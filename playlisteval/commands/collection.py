@@ -19,14 +19,24 @@ from playlisteval.cli_support import console, settings_of
 @click.option("--videos", default=3, show_default=True, help="Videos per playlist.")
 @click.option("--minutes", default=3.0, show_default=True, help="Minutes per video.")
 @click.option("--seed", default=0, show_default=True, help="Random seed (same seed, same videos).")
-def synth(out: Path, domains: int, playlists: int, videos: int, minutes: float, seed: int) -> None:
-    """Write synthetic playlists (video, captions, .world.json facts) for the offline sim world."""
+@click.option("--vp9", default=1, show_default=True,
+              help="How many videos (the last ones) to write as VP9/Opus WebM instead of H.264/AAC MP4.")
+def synth(out: Path, domains: int, playlists: int, videos: int, minutes: float, seed: int, vp9: int) -> None:
+    """Write synthetic playlists for the offline sim world.
+
+    Each video (MP4, or WebM for the last --vp9 ones) gets WebVTT captions of its narration and a
+    .world.json with every scene's facts. OUT/manifest.csv lists them all for `add --manifest`.
+    """
+    from rich.progress import Progress
+
     from playlisteval.synth.make import make_collection
 
-    with console.status("rendering synthetic videos…") as status:
+    total = domains * playlists * videos
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("rendering synthetic videos", total=total)
         paths = make_collection(out, domains=domains, playlists=playlists, videos=videos, minutes=minutes,
-                                seed=seed, progress=lambda msg: status.update(msg))
-    console.print(f"wrote {len(paths)} videos under {out}")
+                                seed=seed, vp9=vp9, progress=lambda msg: progress.advance(task))
+    console.print(f"wrote {len(paths)} videos under {out}; manifest: {out / 'manifest.csv'}")
 
 
 @click.command()
@@ -61,17 +71,30 @@ def _print_add_report(report: Any) -> None:
 
 
 @click.command()
+@click.option("--threads", type=int, help="Worker threads in this process (default: [index] threads).")
+@click.option("--embedder", help="Embedder for the chunk vectors (default: [index] embedder).")
 @click.pass_context
-def index(ctx: click.Context) -> None:
-    """Index new videos: 30-s chunks, transcripts, vectors, segments, near-duplicates, seeds."""
-    from rich.progress import Progress
+def index(ctx: click.Context, threads: int | None, embedder: str | None) -> None:
+    """Index what is new: 30-s chunks, transcripts, on-screen text, vectors, then segments,
+    near-duplicates and seeds.
+
+    Each video is one message on the "index" queue. By default worker threads in this process do the
+    work; with a Redis broker, `playlisteval worker` processes on other machines share it. Videos
+    already indexed are not touched again, and vectors whose content did not change are kept.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from playlisteval.index.pipeline import index_collection
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)
+    if threads is not None:
+        settings.index.threads = threads
+    if embedder:
+        settings.index.embedder = embedder
     engine = open_store(settings)
-    with Progress(console=console, transient=True) as progress:
+    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
         tasks: dict[str, Any] = {}
 
         def tick(stage: str, done: int, total: int) -> None:
@@ -85,15 +108,23 @@ def index(ctx: click.Context) -> None:
 
 def _print_index_report(report: Any) -> None:
     sources = ", ".join(f"{n} from {src}" for src, n in sorted(report.transcript_sources.items())) or "none"
+    rtf = f", {report.video_seconds / report.seconds:.1f}x real time" if report.video_seconds and report.seconds else ""
     console.print(
-        f"indexed {report.videos_indexed} video(s) in {report.seconds:.1f}s: {report.chunks} chunks "
-        f"(transcripts: {sources}); vectors {report.embedded} computed, {report.reused} reused; "
-        f"{report.segments.segments} segment(s); seeds {report.seeds.inserted} new of {report.seeds.candidates}"
+        f"indexed {report.videos_indexed} video(s) in {report.seconds:.1f}s{rtf}: {report.chunks} chunks "
+        f"(transcripts: {sources}); on-screen text: {report.ocr_read} frame(s) read, {report.ocr_reused} "
+        f"unchanged; vectors {report.embedded} computed, {report.reused} reused; "
+        f"{report.segments.segments} segment(s); seeds {report.seeds.inserted} new of {report.seeds.candidates}",
+        highlight=False,
     )
     for dup in report.segments.duplicates:
         console.print(f"  [yellow]near-duplicate[/] {dup}", highlight=False)
     for skipped in report.skipped:
         console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
+    for failed in report.failed:
+        console.print(f"  [red]failed[/] {failed.path}: {failed.reason}", highlight=False)
+    if report.unfinished:
+        console.print(f"  [yellow]not finished[/] {len(report.unfinished)} video(s) still queued or failing; "
+                      "run `playlisteval index` again (or look at the workers' logs)", highlight=False)
     for warning in report.warnings:
         console.print(f"  [yellow]warning[/] {warning}", highlight=False)
 

@@ -1,24 +1,22 @@
 """SPEC D3: a text-only judge ranks the gold (citations stripped) and the four wrong answers, shuffled
 and formatted identically, with the causal attributes as rubric. A second judge runs only if the first
-recovered the intended order exactly; rejected only when both recover it."""
+recovered the intended order exactly; the set is rejected only when both recover it."""
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playlisteval.gates import GateVerdict
-from playlisteval.gates.citations import strip_citations
+from playlisteval.gates.citations import uniform
 from playlisteval.gates.ranking import ranked_ratings
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
-from playlisteval.stages.context import StepContext
+
+if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
+    from playlisteval.stages.context import StepContext
 
 INTENDED = [5, 4, 3, 2, 1]
-
-
-def _normalise(text: str) -> str:
-    return re.sub(r"[ \t]+", " ", text.strip())
+JUDGES = ("D3_first", "D3_second")
 
 
 def check(ctx: StepContext, question: str, gold: str, payload: dict[str, Any], attempt: int) -> GateVerdict:
@@ -27,23 +25,24 @@ def check(ctx: StepContext, question: str, gold: str, payload: dict[str, Any], a
     ctx.rng("D3", attempt).shuffle(order)
     prompt, digest = render("d3_text_rank.j2", ctx.prompts_dir, question=question,
                             attributes=payload.get("causal_attributes", []),
-                            candidates=[_normalise(strip_citations(texts[r])) for r in order])
+                            candidates=[uniform(texts[r]) for r in order])
     calls: list[int] = []
     details: dict[str, Any] = {"shown_order": order}
-    recovered_all = True
-    for role in ("D3_first", "D3_second"):
+    recovered_by_all = True
+    for role in JUDGES:
         request = ModelRequest(role=role, parts=[TextPart(text=prompt)], response_schema="Ranking",
                                template="d3_text_rank.j2", template_hash=digest, attempt=attempt,
                                item_id=ctx.item_id)
         response = ctx.runner.call(request)
         if response.call_id:
             calls.append(response.call_id)
-        ranking = ranked_ratings(response.parsed, order) if response.parsed else None
+        ranking = ranked_ratings(response.parsed, order)
         details[role] = ranking
-        if ranking != INTENDED:
-            recovered_all = False
+        if ranking != INTENDED:  # this judge could not see the order: no need to ask the next one
+            recovered_by_all = False
             break
-    verdict = (GateVerdict.reject("D3", "the intended order can be recovered from the text alone", **details)
-               if recovered_all else GateVerdict.ok("D3", "not rankable from text alone", **details))
+    verdict = (GateVerdict.reject("D3", "detectable from the text alone: both text-only judges recovered "
+                                  "the order gold ≻ 4 ≻ 3 ≻ 2 ≻ 1", **details)
+               if recovered_by_all else GateVerdict.ok("D3", "not rankable from the text alone", **details))
     verdict.call_ids = calls
     return verdict

@@ -1,18 +1,21 @@
-"""SPEC D4: the video verifier ranks the four wrong answers (gold left out), each with its degradation
-record, from the same video inputs as C3. Passes only on the exact order 4 ≻ 3 ≻ 2 ≻ 1."""
+"""SPEC D4: the video verifier ranks the four wrong answers (gold left out), each shown with its own
+degradation record, from the same video inputs as C3. Passes only on the exact order 4 ≻ 3 ≻ 2 ≻ 1."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playlisteval.gates import GateVerdict
 from playlisteval.gates.c3_grounding import video_parts
+from playlisteval.gates.citations import uniform
 from playlisteval.gates.ranking import ranked_ratings
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
-from playlisteval.stages.context import StepContext
-from playlisteval.stages.inputs import Clip
+
+if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
+    from playlisteval.stages.context import StepContext
+    from playlisteval.stages.inputs import Clip
 
 INTENDED = [4, 3, 2, 1]
 
@@ -21,18 +24,24 @@ def check(ctx: StepContext, question: str, payload: dict[str, Any], clips: tuple
           attempt: int) -> GateVerdict:
     order = list(INTENDED)
     ctx.rng("D4", attempt).shuffle(order)
-    candidates = [{"text": payload[f"rating_{r}"]["response"],
+    candidates = [{"text": uniform(payload[f"rating_{r}"]["response"]),
                    "record": json.dumps(payload[f"rating_{r}"]["attribute_degradations"], ensure_ascii=False)}
                   for r in order]
-    prompt, digest = render("d4_video_rank.j2", ctx.prompts_dir, question=question, candidates=candidates)
-    request = ModelRequest(role="D4", parts=[*video_parts(ctx, clips), TextPart(text=prompt)],
+    prompt, digest = render("d4_video_rank.j2", ctx.prompts_dir, question=question, candidates=candidates,
+                            attributes=payload.get("causal_attributes", []))
+    request = ModelRequest(role="D4", parts=[TextPart(text=prompt), *video_parts(ctx, clips)],
                            response_schema="Ranking", template="d4_video_rank.j2", template_hash=digest,
                            attempt=attempt, item_id=ctx.item_id)
     response = ctx.runner.call(request)
-    ranking = ranked_ratings(response.parsed, order) if response.parsed else None
-    verdict = (GateVerdict.ok("D4", "the video confirms 4 ≻ 3 ≻ 2 ≻ 1", ranking=ranking, shown_order=order)
-               if ranking == INTENDED else
-               GateVerdict.reject("D4", f"video ranking {ranking} is not 4 ≻ 3 ≻ 2 ≻ 1", ranking=ranking,
-                                  shown_order=order))
+    ranking = ranked_ratings(response.parsed, order)
+    if ranking == INTENDED:
+        verdict = GateVerdict.ok("D4", "the video confirms 4 ≻ 3 ≻ 2 ≻ 1", ranking=ranking, shown_order=order)
+    elif ranking is None:
+        verdict = GateVerdict.reject("D4", "no usable video ranking: "
+                                     + (response.malformed_reason or "incomplete ranking")[:200],
+                                     ranking=None, shown_order=order)
+    else:
+        verdict = GateVerdict.reject("D4", "video ranking differs from 4 ≻ 3 ≻ 2 ≻ 1: "
+                                     + " ≻ ".join(map(str, ranking)), ranking=ranking, shown_order=order)
     verdict.call_ids = [response.call_id] if response.call_id else []
     return verdict

@@ -3,11 +3,13 @@ Only the answer — not the reasoning — reaches the verifier."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
-from playlisteval.stages.context import StepContext
+
+if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
+    from playlisteval.stages.context import StepContext
 
 
 def _ask(ctx: StepContext, role: str, template: str, schema: str, attempt: int, **values: Any) -> Any:

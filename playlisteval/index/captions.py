@@ -1,4 +1,5 @@
-"""Caption sidecars (SRT, WebVTT) as timed cues: the preferred transcript source (SPEC A4, DESIGN).
+"""Captions (SRT or WebVTT sidecars, embedded text subtitle tracks) as timed cues: the preferred
+transcript source (SPEC A4, DESIGN).
 
 A cue belongs to the chunk that holds its midpoint, so every caption line lands in exactly one chunk
 even when it straddles a chunk boundary.
@@ -7,6 +8,7 @@ even when it straddles a chunk boundary.
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,3 +117,17 @@ def find_sidecar(video_path: str | Path) -> Path | None:
         rank = _PREFERRED_LANGS.index(lang) if lang in _PREFERRED_LANGS else len(_PREFERRED_LANGS)
         candidates.append((rank, entry.name, entry))
     return min(candidates)[2] if candidates else None
+
+
+def read_embedded(video_path: str | Path, track: int = 0, timeout_s: float = 300) -> list[Cue]:
+    """Cues of the video's ``track``-th text subtitle stream, converted to WebVTT by ffmpeg."""
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-i", str(video_path), "-map", f"0:s:{track}",
+           "-f", "webvtt", "-"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MediaError(video_path, f"cannot read embedded subtitles: {exc}") from None
+    if done.returncode != 0:
+        detail = (done.stderr.decode(errors="replace").strip().splitlines() or ["unknown error"])[-1]
+        raise MediaError(video_path, f"cannot read embedded subtitles: {detail}")
+    return parse_captions(done.stdout.decode("utf-8", errors="replace"))

@@ -4,6 +4,14 @@
   inside site-packages; loaded offline, once per process, on first use.
 - ``hash``: a hashed bag of words (no model). A weak but honest lexical baseline, and a fast,
   deterministic stand-in in tests.
+- ``qwen3-vl-embedding``: the paper's retriever (frames + transcript in one vector), from local
+  weights (``[index] vl_model``), see qwen_vl.py.
+
+A chunk's vector (``embed_chunks``) comes from its transcript and its on-screen text. A text embedder
+embeds the transcript and each on-screen line on its own and adds the transcript's vector to the
+renormalised sum of the lines' vectors (times ``ocr_weight``): a sign or slide title then counts as
+much as the narration instead of drowning in it, which is what makes a chunk findable by what it
+shows. A multimodal embedder (one with its own ``embed_chunks``) reads the frames instead.
 
 ``name:dims`` (or the ``embedding_dims`` setting) truncates to the first ``dims`` dimensions and
 renormalises (Matryoshka truncation, A5); the truncated embedder has its own name, so its vectors
@@ -16,10 +24,14 @@ import hashlib
 import os
 import re
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from PIL import Image
 
+from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
 
 
@@ -31,6 +43,49 @@ class Embedder(Protocol):
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """One unit-norm float32 row per text (shape len(texts) × dim)."""
         ...
+
+
+@dataclass
+class ChunkInput:
+    """What a chunk's vector is computed from."""
+
+    transcript: str
+    ocr_lines: list[str] = field(default_factory=list)
+    frames: list[Image.Image] = field(default_factory=list)  # only for embedders that read frames
+
+
+def needs_frames(embedder: Embedder) -> bool:
+    return bool(getattr(embedder, "needs_frames", False))
+
+
+def recipe(embedder: Embedder, ocr_weight: float) -> str:
+    """A name for how chunk vectors are made: part of every stored vector's content hash."""
+    if needs_frames(embedder):
+        return f"{embedder.name}|{getattr(embedder, 'recipe', '')}"
+    return f"{embedder.name}|text+ocr/w={ocr_weight:g}"
+
+
+def embed_chunks(embedder: Embedder, chunks: list[ChunkInput], ocr_weight: float = 1.0) -> np.ndarray:
+    """One unit-norm row per chunk (a zero row for a chunk with nothing to embed)."""
+    own = getattr(embedder, "embed_chunks", None)
+    if own is not None:
+        return np.asarray(own(chunks), dtype=np.float32)
+    texts: list[str] = []
+    for chunk in chunks:
+        texts.append(chunk.transcript.strip())
+        texts.extend(line.strip() for line in chunk.ocr_lines)
+    nonempty = [i for i, t in enumerate(texts) if t]
+    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    if nonempty:
+        vectors[nonempty] = embedder.embed_texts([texts[i] for i in nonempty])
+    out = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
+    row = 0
+    for i, chunk in enumerate(chunks):
+        transcript, lines = vectors[row], vectors[row + 1: row + 1 + len(chunk.ocr_lines)]
+        row += 1 + len(chunk.ocr_lines)
+        screen = normalize_rows(lines.sum(axis=0, keepdims=True))[0] if len(lines) else 0.0
+        out[i] = transcript + ocr_weight * screen
+    return normalize_rows(out)
 
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
@@ -112,18 +167,38 @@ class Truncated:
         if not 0 < dims <= inner.dim:
             raise ConfigError(f"embedding_dims {dims} must be between 1 and {inner.dim} for {inner.name}")
         self.inner, self.dim, self.name = inner, dims, f"{inner.name}:{dims}"
+        self.needs_frames = needs_frames(inner)
+        self.recipe = getattr(inner, "recipe", "")
+        if hasattr(inner, "embed_chunks"):
+            self.embed_chunks = self._embed_chunks
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         return normalize_rows(self.inner.embed_texts(texts)[:, : self.dim])
 
+    def _embed_chunks(self, chunks: list[ChunkInput]) -> np.ndarray:
+        return normalize_rows(embed_chunks(self.inner, chunks)[:, : self.dim])
 
-_FACTORIES = {"minilm": MiniLMEmbedder, "hash": HashingEmbedder}
+
+def _qwen_vl(settings: IndexSettings) -> Embedder:
+    from playlisteval.index.qwen_vl import QwenVLEmbedder
+
+    return QwenVLEmbedder.from_settings(settings)
+
+
+_FACTORIES: dict[str, Callable[[IndexSettings], Embedder]] = {
+    "minilm": lambda _settings: MiniLMEmbedder(),
+    "hash": lambda _settings: HashingEmbedder(),
+    "qwen3-vl-embedding": _qwen_vl,
+}
 _cache: dict[str, Embedder] = {}
 _cache_lock = threading.Lock()
 
 
-def get_embedder(name: str, dims: int = 0) -> Embedder:
-    """The process-wide embedder called ``name`` (``name:dims`` or ``dims`` > 0 truncates)."""
+def get_embedder(name: str, dims: int = 0, settings: IndexSettings | None = None) -> Embedder:
+    """The process-wide embedder called ``name`` (``name:dims`` or ``dims`` > 0 truncates).
+
+    ``settings`` configure embedders that need more than a name (the VL embedder's weights).
+    """
     base, _, suffix = name.partition(":")
     if suffix:
         try:
@@ -134,7 +209,7 @@ def get_embedder(name: str, dims: int = 0) -> Embedder:
         raise ConfigError(f"unknown embedder {base!r}; known: {', '.join(sorted(_FACTORIES))}")
     with _cache_lock:
         if base not in _cache:
-            _cache[base] = _FACTORIES[base]()
+            _cache[base] = _FACTORIES[base](settings or IndexSettings())
         inner = _cache[base]
         if dims <= 0 or dims == inner.dim:
             return inner

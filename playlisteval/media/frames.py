@@ -3,12 +3,18 @@
 decord fails on VP9/AV1 and has been seen to hang or leak on files that over-report their frame
 count (DESIGN, known traps), so it is only tried for codecs it handles and any error falls back to
 PyAV, which reads everything ffmpeg reads.
+
+A ``FrameReader`` keeps one open decoder per video, so that the frames of consecutive chunks are read
+without reopening the file; frames are scaled inside the decoder (never decoded at full size and then
+resized in Python), which matters for 1080p sources.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 import numpy as np
 import structlog
@@ -18,6 +24,7 @@ from playlisteval.errors import MediaError
 
 log = structlog.get_logger(__name__)
 DECORD_CODECS = {"h264", "hevc", "mpeg4"}
+_SEEK_GAP_S = 2.0  # PyAV: decode forward to a frame this close ahead instead of seeking to it
 
 
 def fit_size(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
@@ -26,62 +33,165 @@ def fit_size(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
     return max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2)
 
 
-def _decord(path: str, timestamps: Sequence[float]) -> list[Image.Image]:
-    import decord  # optional: no wheel on every platform
+def sample_times(spans: Sequence[tuple[float, float]], per_chunk: int) -> list[list[float]]:
+    """``per_chunk`` timestamps inside each (start, end) span, at the centres of equal slices.
 
-    reader = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=1)
-    fps = float(reader.get_avg_fps()) or 1.0
-    last = len(reader) - 1
-    indices = [min(max(int(round(t * fps)), 0), last) for t in timestamps]
-    batch = reader.get_batch(indices).asnumpy()
-    return [Image.fromarray(np.asarray(frame)) for frame in batch]
+    Centres (not edges) so that no sample sits on a chunk boundary or at the very end of a file,
+    where the last frame may be missing.
+    """
+    n = max(1, per_chunk)
+    return [[start + (end - start) * (i + 0.5) / n for i in range(n)] for start, end in spans]
 
 
-def _pyav(path: str, timestamps: Sequence[float]) -> list[Image.Image]:
-    import av
+class _Decord:
+    def __init__(self, path: str, size: tuple[int, int] | None, src: tuple[int, int]) -> None:
+        import decord  # optional: no wheel on every platform
 
-    images: list[Image.Image] = []
-    with av.open(path) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        base = stream.time_base or 1
+        kwargs: dict[str, Any] = {}
+        self.post_size = size  # resize after decoding only when the source size is not known
+        if size is not None and src[0] > 0 and src[1] > 0:
+            w, h = fit_size(src[0], src[1], size)
+            kwargs = {"width": w, "height": h}
+            self.post_size = None
+        self.reader = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=1, **kwargs)
+        self.fps = float(self.reader.get_avg_fps()) or 1.0
+        self.last = len(self.reader) - 1
+
+    def read(self, timestamps: Sequence[float]) -> list[Image.Image]:
+        indices = [min(max(int(round(t * self.fps)), 0), self.last) for t in timestamps]
+        batch = self.reader.get_batch(indices).asnumpy()
+        images = [Image.fromarray(np.asarray(frame)) for frame in batch]
+        if self.post_size is not None:
+            box = self.post_size
+            images = [im.resize(fit_size(im.width, im.height, box), Image.Resampling.BILINEAR) for im in images]
+        return images
+
+    def close(self) -> None:
+        del self.reader
+
+
+class _PyAV:
+    def __init__(self, path: str, size: tuple[int, int] | None) -> None:
+        import av
+
+        self.path = path
+        self.size = size
+        self.container = av.open(path)
+        self.stream = self.container.streams.video[0]
+        self.stream.thread_type = "AUTO"
+        self.base = self.stream.time_base or 1
+        self.frames: Iterator[Any] | None = None
+        self.current: Any = None  # the last decoded frame
+
+    def _seek(self, t: float) -> None:
+        self.container.seek(int(max(t, 0) / self.base), stream=self.stream, backward=True, any_frame=False)
+        self.frames = self.container.decode(self.stream)
+        self.current = None
+
+    def _frame_at(self, t: float) -> Any:
+        here = self.current.time if self.current is not None and self.current.time is not None else None
+        if self.frames is None or here is None or t < here - 1e-3 or t - here > _SEEK_GAP_S:
+            self._seek(t)
+        elif here >= t - 1e-3:
+            return self.current  # two samples within one frame's duration
+        assert self.frames is not None
+        for frame in self.frames:
+            self.current = frame
+            if frame.time is not None and frame.time >= t - 1e-3:
+                return frame
+        if self.current is None:
+            raise MediaError(self.path, f"no frame decodable at {t:.2f}s (truncated or corrupt)")
+        return self.current  # t lies past the last frame: the last frame is what is shown
+
+    def read(self, timestamps: Sequence[float]) -> list[Image.Image]:
+        images = []
         for t in timestamps:
-            container.seek(int(max(t, 0) / base), stream=stream, backward=True, any_frame=False)
-            chosen = None
-            for frame in container.decode(stream):
-                chosen = frame
-                if frame.time is not None and frame.time >= t - 1e-3:
-                    break
-            if chosen is None:
-                raise MediaError(path, f"no frame decodable at {t:.2f}s")
-            images.append(chosen.to_image())
-    return images
+            frame = self._frame_at(t)
+            if self.size is not None:
+                w, h = fit_size(frame.width, frame.height, self.size)
+                images.append(frame.to_image(width=w, height=h))
+            else:
+                images.append(frame.to_image())
+        return images
+
+    def close(self) -> None:
+        self.container.close()
+
+
+class FrameReader:
+    """One video's frames, read in time order chunk after chunk: ``reader.read([t1, t2, …])``.
+
+    decord is used for ``DECORD_CODECS``; on its first error the reader switches to PyAV for good.
+    Every failure surfaces as MediaError.
+    """
+
+    def __init__(self, path: str | Path, codec: str | None = None, size: tuple[int, int] | None = None,
+                 source_size: tuple[int, int] = (0, 0)) -> None:
+        self.path = str(path)
+        if not Path(self.path).is_file():
+            raise MediaError(self.path, "file not found")
+        self.size = size
+        self.backend = "pyav"
+        self._impl: _Decord | _PyAV | None = None
+        if codec in DECORD_CODECS:
+            try:
+                self._impl = _Decord(self.path, size, source_size)
+                self.backend = "decord"
+            except Exception as exc:  # decord raises its own error types, or plain RuntimeError
+                log.info("frames.decord_fallback", path=self.path, error=str(exc)[:200])
+        if self._impl is None:
+            self._impl = self._open_pyav()
+
+    def _open_pyav(self) -> _PyAV:
+        try:
+            return _PyAV(self.path, self.size)
+        except Exception as exc:
+            raise MediaError(self.path, f"cannot decode frames: {exc}") from exc
+
+    def read(self, timestamps: Sequence[float]) -> list[Image.Image]:
+        if not timestamps:
+            return []
+        assert self._impl is not None
+        if isinstance(self._impl, _Decord):
+            try:
+                return self._impl.read(timestamps)
+            except Exception as exc:
+                log.info("frames.decord_fallback", path=self.path, error=str(exc)[:200])
+                self._impl.close()
+                self._impl = self._open_pyav()
+                self.backend = "pyav"
+        try:
+            return self._impl.read(timestamps)
+        except MediaError:
+            raise
+        except Exception as exc:
+            raise MediaError(self.path, f"cannot decode frames: {exc}") from exc
+
+    def close(self) -> None:
+        if self._impl is not None:
+            self._impl.close()
+            self._impl = None
+
+    def __enter__(self) -> FrameReader:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
 def frames_at(path: str | Path, timestamps: Sequence[float], codec: str | None = None,
               size: tuple[int, int] | None = None) -> list[Image.Image]:
-    """RGB images of the frames shown at ``timestamps`` (seconds), resized to fit ``size`` if given."""
+    """RGB images of the frames shown at ``timestamps`` (seconds), fitted inside ``size`` if given."""
     if not timestamps:
         return []
-    source = str(path)
-    if not Path(source).is_file():
-        raise MediaError(source, "file not found")
-    images: list[Image.Image] | None = None
-    if codec in DECORD_CODECS:
-        try:
-            images = _decord(source, timestamps)
-        except Exception as exc:  # decord raises its own error types, or plain RuntimeError
-            log.info("frames.decord_fallback", path=source, error=str(exc)[:200])
-    if images is None:
-        try:
-            images = _pyav(source, timestamps)
-        except MediaError:
-            raise
-        except Exception as exc:
-            raise MediaError(source, f"cannot decode frames: {exc}") from exc
-    if size is not None:
-        images = [im.resize(fit_size(im.width, im.height, size), Image.Resampling.BILINEAR) for im in images]
-    return images
+    order = sorted(range(len(timestamps)), key=lambda i: timestamps[i])
+    with FrameReader(path, codec, size) as reader:
+        images = reader.read([timestamps[i] for i in order])
+    out: list[Image.Image] = [images[0]] * len(timestamps)
+    for image, i in zip(images, order, strict=True):
+        out[i] = image
+    return out
 
 
 def save_frames(path: str | Path, timestamps: Sequence[float], out_dir: Path, codec: str | None = None,

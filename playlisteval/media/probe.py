@@ -17,6 +17,8 @@ from playlisteval.errors import MediaError
 
 # Containers ffprobe reports for single pictures: they have a "video" stream but are not videos.
 _IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "gif", "tiff_pipe")
+# Subtitle codecs that carry text (bitmap ones such as dvd_subtitle or hdmv_pgs would need OCR).
+TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "webvtt", "mov_text", "ass", "ssa", "text"})
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class ProbeInfo:
     fps: float
     has_audio: bool
     size: int
+    # codecs of the embedded text subtitle tracks, in stream order (a transcript source, SPEC A4)
+    subtitles: tuple[str, ...] = ()
 
 
 def _fps(stream: dict[str, Any]) -> float:
@@ -108,4 +112,8 @@ def probe(path: str | Path, timeout_s: float = 60) -> ProbeInfo:
         fps=_fps(video),
         has_audio=any(s.get("codec_type") == "audio" for s in streams),
         size=size,
+        subtitles=tuple(
+            str(s.get("codec_name") or "unknown") for s in streams
+            if s.get("codec_type") == "subtitle" and s.get("codec_name") in TEXT_SUBTITLE_CODECS
+        ),
     )

@@ -7,6 +7,7 @@ workers on all machines share them; otherwise they are in-process. Configure per
     rpm = 300          # requests per minute
     tpm = 2000000      # (estimated) tokens per minute
     concurrent = 16    # requests in flight at once
+    window_s = 60      # rpm is counted over this sliding window (seconds, 1-s buckets)
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ class RateLimits:
                     ttl=3_600_000,
                 ))
             if cfg.get("rpm"):
+                # rpm is enforced over a sliding window of window_s seconds (default 60) holding
+                # rpm x window_s / 60 requests; a shorter window also spreads bursts out
+                window = max(1, int(cfg.get("window_s", 60)))
                 limiters.append(WindowRateLimiter(
-                    self._backend, f"playlisteval:{provider}:rpm", limit=int(cfg["rpm"]), window=60,
+                    self._backend, f"playlisteval:{provider}:rpm", limit=max(1, int(cfg["rpm"] * window / 60)),
+                    window=window,
                 ))
             self._limiters[provider] = limiters
         return self._limiters[provider]

@@ -29,6 +29,15 @@ def split_spec(spec: str) -> tuple[str, str]:
     return provider, model
 
 
+def providers() -> list[str]:
+    return sorted(_KNOWN)
+
+
+def extra_for(provider: str) -> str | None:
+    """The pip extra that brings ``provider``'s SDK (None: nothing to install)."""
+    return _KNOWN[provider][2]
+
+
 class Registry:
     """One provider instance per name per process (SDK clients are kept alive and reused)."""
 

@@ -62,6 +62,7 @@ class ModelRequest(BaseModel):
     repair_note: str | None = None  # appended after a malformed answer
     item_id: int | None = None
     purpose: str = "build"
+    run_id: int | None = None  # the judge run an eval call belongs to (ledger only; not part of the hash)
 
     def text(self) -> str:
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))

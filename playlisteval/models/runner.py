@@ -155,7 +155,7 @@ class Runner:
                     raise
                 self.sleep(self._backoff(transient_tries, exc.retry_after))
                 continue
-            except PermanentModelError as exc:
+            except (PermanentModelError, BudgetExceeded) as exc:  # BudgetExceeded: a provider's QuotaExhausted
                 self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
                 raise
             except Exception as exc:  # a provider bug is permanent for this call, and on the ledger
@@ -187,8 +187,8 @@ class Runner:
                 return None
             row = ModelCall(
                 request_hash=key, role=request.role, provider=provider, model=model,
-                item_id=request.item_id, purpose=request.purpose, status="cached", cache_hit=True,
-                worker=self.worker, finished_at=now(),
+                item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="cached",
+                cache_hit=True, worker=self.worker, finished_at=now(),
             )
             s.add(row)
             s.flush()
@@ -214,7 +214,7 @@ class Runner:
             )
             row = ModelCall(
                 request_hash=key, role=request.role, provider=provider, model=model,
-                item_id=request.item_id, purpose=request.purpose, status="in_flight",
+                item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="in_flight",
                 estimated_usd=estimate, worker=self.worker,
             )
             s.add(row)

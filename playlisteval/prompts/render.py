@@ -1,7 +1,9 @@
 """Render a role's Jinja2 template (strict undefined) and hash it, so every output records its prompt.
 
 Templates are looked up first in the project's own folder (``[build] prompts_dir``), then in the
-package, so a user can replace any single template by dropping a file of the same name.
+package, so a user can replace any single template by dropping a file of the same name. Templates
+get one filter of ours, ``strip_citations``. Rendered text is sent to models, not to a browser:
+no HTML autoescaping.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 
+from playlisteval.gates.citations import strip_citations
+
 
 @lru_cache(maxsize=8)
 def _env(user_dir: str | None) -> Environment:
@@ -20,8 +24,10 @@ def _env(user_dir: str | None) -> Environment:
     if user_dir:
         loaders.append(FileSystemLoader(user_dir))
     loaders.append(PackageLoader("playlisteval", "prompts"))
-    return Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, keep_trailing_newline=True,
-                       autoescape=False, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, keep_trailing_newline=True,
+                      autoescape=False, trim_blocks=True, lstrip_blocks=True)
+    env.filters["strip_citations"] = strip_citations  # SPEC G4: judges see answers without citations
+    return env
 
 
 def template_source(name: str, user_dir: str | Path | None = None) -> str:

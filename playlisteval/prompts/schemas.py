@@ -13,42 +13,42 @@ class _Strict(BaseModel):
 
 # -- B5: Phase I ---------------------------------------------------------------------------------
 class QuestionType(_Strict):
-    row: str  # Factual / Conceptual / Procedural / Meta-Cognitive
-    column: str  # Understand / Apply / Analyze / Evaluate
+    row: str = Field(description="Bloom knowledge row: Factual, Conceptual, Procedural or Meta-Cognitive")
+    column: str = Field(description="Bloom process column: Remember, Understand, Apply, Analyze or Evaluate")
 
 
 class SceneReference(_Strict):
-    scene_description: str
-    actual_entity_name: str
+    scene_description: str = Field(description="the surroundings-only wording the question uses for an entity")
+    actual_entity_name: str = Field(description="what that entity really is")
 
 
 class ClipRange(_Strict):
-    clip_id: int  # 1 or 2
-    start_time: float  # absolute seconds in the clip's video
-    end_time: float
-    qa_reference: str
+    clip_id: int = Field(description="1 or 2")
+    start_time: float = Field(description="absolute seconds in the clip's source video (clip offset added)")
+    end_time: float = Field(description="absolute seconds in the clip's source video (clip offset added)")
+    qa_reference: str = Field(description="the part of the question or answer this stretch supports")
 
 
 class QAGeneration(_Strict):
-    question: str
-    answer: str
+    question: str = Field(description="one sentence, with the keyword, entities named only by their surroundings")
+    answer: str = Field(description="3-5 paragraphs, every claim cited as (N @ M:S - M:S)")
     question_type: QuestionType
-    bridge: str
-    hop_1: str
-    hop_2: str
+    bridge: str = Field(description="the reasoning that joins hop 1 to hop 2")
+    hop_1: str = Field(description="the fact only clip 1 supplies")
+    hop_2: str = Field(description="the fact only clip 2 supplies")
     scene_references: list[SceneReference]
     clip_ranges: list[ClipRange]
 
 
 # -- C2.3: text-only answers and verdicts ---------------------------------------------------------
 class TextAnswer(_Strict):
-    explanation: str
-    answer: str
+    explanation: str = Field(description="reasoning first: the two hops and how they join (not for the verifier)")
+    answer: str = Field(description="the answer alone, 3-5 paragraphs")
 
 
 class Verdict(_Strict):
-    explanation: str
-    judgement: Literal["Yes", "No"]
+    explanation: str = Field(description="the gold's core facts and whether the candidate states them")
+    judgement: Literal["Yes", "No"] = Field(description="Yes: the candidate matches the core facts and both hops")
 
 
 # -- C3: video sufficiency --------------------------------------------------------------------------
@@ -62,7 +62,7 @@ class Grounding(_Strict):
 # -- D1.1: graded wrong answers -----------------------------------------------------------------
 class CausalAttribute(_Strict):
     attribute_name: str
-    importance_score: float
+    importance_score: float = Field(description="0 to 1; the five scores sum to 1")
     description: str
 
 
@@ -83,7 +83,8 @@ class GoldAnalysis(_Strict):
 class ElementDegradation(_Strict):
     element: str
     impact: str
-    modality: Literal["visual_only", "audio_visual", "text_verifiable"]
+    modality: Literal["visual_only", "audio_visual", "text_verifiable"] = Field(
+        description="what could expose the change; a valid degradation is visual_only")
 
 
 class AttributeDegradation(_Strict):
@@ -109,9 +110,9 @@ class DistractorGeneration(_Strict):
 
 # -- D3 / D4: rankings ----------------------------------------------------------------------------
 class RankEntry(_Strict):
-    rank: int
-    candidate_index: int
-    reasoning: str
+    rank: int = Field(description="1 = best")
+    candidate_index: int = Field(description="the candidate's number as shown, from 1")
+    reasoning: str = Field(description="the particular problems or strengths that place it here")
 
 
 class Ranking(_Strict):

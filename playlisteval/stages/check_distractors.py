@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from playlisteval.gates import d2_structure, d3_text_ranking, d4_video_ranking, first_rejection
+from playlisteval.gates import GateVerdict, d2_structure, d3_text_ranking, d4_video_ranking, first_rejection
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, DistractorSet, Item
+
+
+def verdicts(ctx: StepContext, qa: QA, dset: DistractorSet) -> list[GateVerdict]:
+    """The verdicts of every gate that ran on ``dset``; the last one decides."""
+    payload = dset.payload or {}
+    return first_rejection((
+        lambda: d2_structure.check(payload),
+        lambda: d3_text_ranking.check(ctx, qa.question, qa.answer, payload, dset.attempt),
+        lambda: d4_video_ranking.check(ctx, qa.question, payload, load_clips(ctx.engine, ctx.item_id),
+                                       dset.attempt),
+    ))
 
 
 def run(ctx: StepContext) -> StepResult:
@@ -19,16 +30,9 @@ def run(ctx: StepContext) -> StepResult:
         qa = s.get(QA, dset.qa_id) if dset else None
     if dset is None or qa is None:
         raise LookupError(f"item {ctx.item_id} has no distractor set to check")
-    payload = dset.payload or {}
-    clips = load_clips(ctx.engine, ctx.item_id)
-    checks = (
-        lambda: d2_structure.check(payload),
-        lambda: d3_text_ranking.check(ctx, qa.question, qa.answer, payload, dset.attempt),
-        lambda: d4_video_ranking.check(ctx, qa.question, payload, clips, dset.attempt),
-    )
-    verdicts = first_rejection(checks)
-    rows = gate_rows(ctx.item_id, 2, dset.attempt, verdicts, payload)
-    last = verdicts[-1]
+    ran = verdicts(ctx, qa, dset)
+    rows = gate_rows(ctx.item_id, 2, dset.attempt, ran, dset.payload or {})
+    last = ran[-1]
 
     def write(s: Session, item: Item) -> None:
         s.add_all(rows)

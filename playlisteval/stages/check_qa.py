@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from playlisteval.gates import c1_structure, c2_parametric, c2_transcript, c3_grounding, first_rejection
+from playlisteval.gates import GateVerdict, c1_structure, c2_parametric, c2_transcript, c3_grounding, first_rejection
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Item
+
+
+def verdicts(ctx: StepContext, qa: QA) -> list[GateVerdict]:
+    """The verdicts of every gate that ran on ``qa``; the last one decides."""
+    payload = qa.payload or {}
+    clips = load_clips(ctx.engine, ctx.item_id)
+    lengths = {c.number: c.length for c in clips}
+    offsets = {c.number: c.start for c in clips}
+    return first_rejection((
+        lambda: c1_structure.check(qa.answer, ctx.settings.build, ctx.settings.index.chunk_s, lengths, offsets),
+        lambda: c2_transcript.check(ctx, qa.question, qa.answer, clips, qa.attempt),
+        lambda: c2_parametric.check(ctx, qa.question, qa.answer, qa.attempt),
+        lambda: c3_grounding.check(ctx, payload, clips, qa.attempt),
+    ))
 
 
 def run(ctx: StepContext) -> StepResult:
@@ -18,18 +32,9 @@ def run(ctx: StepContext) -> StepResult:
         qa = s.get(QA, item.current_qa_id) if item and item.current_qa_id else None
     if qa is None:
         raise LookupError(f"item {ctx.item_id} has no current question to check")
-    payload = qa.payload or {}
-    attempt = qa.attempt
-    clips = load_clips(ctx.engine, ctx.item_id)
-    checks = (
-        lambda: c1_structure.check(qa.answer, ctx.settings.build, ctx.settings.index.chunk_s),
-        lambda: c2_transcript.check(ctx, qa.question, qa.answer, clips, attempt),
-        lambda: c2_parametric.check(ctx, qa.question, qa.answer, attempt),
-        lambda: c3_grounding.check(ctx, payload, clips, attempt),
-    )
-    verdicts = first_rejection(checks)
-    rows = gate_rows(ctx.item_id, 1, attempt, verdicts, payload)
-    last = verdicts[-1]
+    ran = verdicts(ctx, qa)
+    rows = gate_rows(ctx.item_id, 1, qa.attempt, ran, qa.payload or {})
+    last = ran[-1]
 
     def write(s: Session, item: Item) -> None:
         s.add_all(rows)

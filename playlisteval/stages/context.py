@@ -33,7 +33,13 @@ class StepContext:
 
     @property
     def prompts_dir(self) -> str | None:
-        return None
+        """The user's template folder (``[build] prompts_dir``, relative to the project), or None."""
+        return prompts_dir_of(self.settings)
+
+
+def prompts_dir_of(settings: Settings) -> str | None:
+    folder = settings.build.prompts_dir
+    return str((settings.root / folder).resolve()) if folder else None
 
 
 @dataclass

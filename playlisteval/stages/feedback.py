@@ -1,38 +1,104 @@
-"""SPEC E1/E4: the failure history of a seed, rendered as guidance for the next generation."""
+"""SPEC E1/E2/E4: a seed's failure history, rendered as guidance for its next generation.
+
+Phase I prompts list every rejected question of the seed (question, answer, gate, reason and the
+gate's guidance) and every question given up after its wrong answers failed ``phase2_per_question``
+times (SPEC E2). Phase II prompts list every rejected set of wrong answers of the seed, with the
+question it was written for, its four answers, the gate, reason and guidance.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
 from playlisteval.prompts.render import render
 from playlisteval.store.engine import transaction
-from playlisteval.store.tables import GateResult
+from playlisteval.store.tables import QA, DistractorSet, GateResult
+
+#: The pseudo-gate of a question given up after its Phase II attempts ran out (SPEC E2).
+GAVE_UP = "E2"
+#: How the structural gates (C1, D2) word the rejection of a reply that could not be read at all.
+UNUSABLE = "generator output unusable"
 
 
-def guidance(gate: str, prompts_dir: str | None = None) -> str:
-    text, _ = render("feedback.j2", prompts_dir, gate=gate)
+@dataclass
+class Failure:
+    attempt: int
+    gate: str
+    reason: str
+    guidance: str
+    question: str = ""
+    answer: str = ""  # Phase I: the rejected gold answer
+    answers: list[tuple[int, str]] = field(default_factory=list)  # Phase II: (rating, text) of the set
+    same_question: bool = True  # Phase II: written for the question now being answered
+
+
+def guidance(gate: str, prompts_dir: str | None = None, reason: str = "") -> str:
+    """The gate's advice to the generator (SPEC E4); an unreadable reply gets advice of its own."""
+    text, _ = render("feedback.j2", prompts_dir, gate=gate, unusable=reason.startswith(UNUSABLE))
     return text.strip()
 
 
-def failures(engine: Engine, item_id: int, phase: int, prompts_dir: str | None = None) -> list[dict[str, Any]]:
-    """Every rejected attempt of this seed in ``phase``, oldest first, with the gate's guidance."""
+def _rows(s: Any, item_id: int, phase: int) -> list[GateResult]:
+    return list(s.exec(
+        select(GateResult).where(GateResult.item_id == item_id, GateResult.phase == phase,
+                                 GateResult.verdict == "reject").order_by(col(GateResult.id))
+    ).all())
+
+
+def _unusable(output: dict[str, Any]) -> str:
+    return "(the reply could not be read)" if "raw" in output else ""
+
+
+def phase1_failures(engine: Engine, item_id: int, prompts_dir: str | None = None) -> list[Failure]:
+    """Every failed question of this seed, oldest first."""
+    out: list[tuple[int, int, Failure]] = []
     with transaction(engine) as s:
-        rows = s.exec(
-            select(GateResult).where(
-                GateResult.item_id == item_id, GateResult.phase == phase, GateResult.verdict == "reject"
-            ).order_by(GateResult.id)  # type: ignore[arg-type]
-        ).all()
-    out = []
-    for r in rows:
-        output = r.rejected_output or {}
-        out.append({
-            "attempt": r.attempt,
-            "gate": r.gate,
-            "reason": r.reason,
-            "question": output.get("question", ""),
-            "guidance": guidance(r.gate, prompts_dir),
-        })
+        for r in _rows(s, item_id, 1):
+            output = r.rejected_output or {}
+            out.append((r.attempt, r.id or 0, Failure(
+                r.attempt, r.gate, r.reason, guidance(r.gate, prompts_dir, r.reason),
+                question=output.get("question") or _unusable(output), answer=output.get("answer", ""))))
+        # questions given up in Phase II: their sets' rejections, grouped by question
+        by_qa: dict[int, list[GateResult]] = defaultdict(list)
+        sets = {d.attempt: d.qa_id for d in s.exec(select(DistractorSet).where(DistractorSet.item_id == item_id))}
+        for r in _rows(s, item_id, 2):
+            if r.attempt in sets:
+                by_qa[sets[r.attempt]].append(r)
+        for qa_id, rows in by_qa.items():
+            qa = s.get(QA, qa_id)
+            if qa is None:
+                continue
+            why = "; ".join(f"{r.gate} ({r.reason[:160]})" for r in rows)
+            out.append((qa.attempt, rows[-1].id or 0, Failure(
+                qa.attempt, GAVE_UP, f"its wrong answers were rejected {len(rows)} time(s): {why}",
+                guidance(GAVE_UP, prompts_dir), question=qa.question, answer=qa.answer)))
+    return [f for _, _, f in sorted(out, key=lambda t: (t[0], t[1]))]
+
+
+def phase2_failures(
+    engine: Engine, item_id: int, current_qa_id: int | None, prompts_dir: str | None = None,
+) -> list[Failure]:
+    """Every rejected set of wrong answers of this seed, oldest first."""
+    out: list[Failure] = []
+    with transaction(engine) as s:
+        sets = {d.attempt: d for d in s.exec(select(DistractorSet).where(DistractorSet.item_id == item_id))}
+        questions: dict[int, str] = {}
+        for r in _rows(s, item_id, 2):
+            dset = sets.get(r.attempt)
+            qa_id = dset.qa_id if dset else None
+            if qa_id is not None and qa_id not in questions:
+                qa = s.get(QA, qa_id)
+                questions[qa_id] = qa.question if qa else ""
+            output = r.rejected_output or {}
+            answers = [(rating, str((output.get(f"rating_{rating}") or {}).get("response", "")))
+                       for rating in (4, 3, 2, 1) if output.get(f"rating_{rating}")]
+            out.append(Failure(
+                r.attempt, r.gate, r.reason, guidance(r.gate, prompts_dir, r.reason),
+                question=questions.get(qa_id, "") if qa_id is not None else "",
+                answer=_unusable(output), answers=answers, same_question=qa_id == current_qa_id))
     return out

@@ -1,4 +1,10 @@
-"""Phase II (SPEC D1): four graded wrong answers for the verified question, with their causal record."""
+"""Phase II (SPEC D1): four graded wrong answers for the verified question, with their causal record.
+
+Inputs: the same two clips as Phase I (video, audio, markers), then the prompt with the fixed question,
+the gold answer with its citations, the visual categories in a fresh seeded order for this request,
+and every earlier rejected set of the seed (SPEC E1). The causal record is stored with the set and
+with each answer: its degradations and its degraded weight (SPEC D1.1).
+"""
 
 from __future__ import annotations
 
@@ -7,24 +13,24 @@ from typing import Any
 from sqlmodel import Session
 
 from playlisteval.gates import GateVerdict
-from playlisteval.models.request import ModelRequest, TextPart, VideoPart
+from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
-from playlisteval.stages.feedback import failures
-from playlisteval.stages.generate_qa import GEN_SIZE
+from playlisteval.stages.feedback import UNUSABLE, phase2_failures
+from playlisteval.stages.generate_qa import generator_clips
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Answer, DistractorSet, Item
 
 CATEGORIES = (
-    "colour or appearance of objects and people",
-    "spatial layout (where things are in the frame)",
-    "gesture or posture",
-    "props and objects present",
-    "environment and signage",
-    "on-screen graphics that are not narrated",
-    "crowd or presence (who or how many are there)",
+    "colour and appearance (of objects, surfaces, clothing)",
+    "spatial layout (left or right, foreground or background, what stands next to what)",
+    "gesture and posture (hands, body, where someone looks)",
+    "props and objects (what is held, used or lying about, when the narration does not name it)",
+    "environment and signage (the setting, the room, the signs in view)",
+    "on-screen graphics that nobody reads aloud (slides, diagrams, captions, charts)",
+    "crowd and presence (how many people are in view, how an audience reacts)",
 )
 RATINGS = (4, 3, 2, 1)
 
@@ -36,6 +42,25 @@ def degraded_weight(payload: dict[str, Any], rating: int) -> float:
     return round(sum(weights.get(name, 0.0) for name in degraded), 6)
 
 
+def category_order(ctx: StepContext, attempt: int) -> list[str]:
+    """The seven categories in a fresh order for this request (SPEC D1), seeded by item and attempt."""
+    categories = list(CATEGORIES)
+    ctx.rng("D1", attempt).shuffle(categories)
+    return categories
+
+
+def build_request(ctx: StepContext, qa: QA, attempt: int) -> ModelRequest:
+    prompt, digest = render(
+        "d1_distractors.j2", ctx.prompts_dir, question=qa.question, gold=qa.answer,
+        categories=category_order(ctx, attempt),
+        failures=phase2_failures(ctx.engine, ctx.item_id, qa.id, ctx.prompts_dir))
+    return ModelRequest(
+        role="D1", parts=[*generator_clips(ctx, load_clips(ctx.engine, ctx.item_id)), TextPart(text=prompt)],
+        response_schema="DistractorGeneration", template="d1_distractors.j2", template_hash=digest,
+        attempt=attempt, item_id=ctx.item_id,
+    )
+
+
 def run(ctx: StepContext) -> StepResult:
     with transaction(ctx.engine) as s:
         item = s.get(Item, ctx.item_id)
@@ -43,26 +68,15 @@ def run(ctx: StepContext) -> StepResult:
     if qa is None:
         raise LookupError(f"item {ctx.item_id} has no verified question")
     attempt = ctx.progress.phase2_attempts + 1
-    clips = load_clips(ctx.engine, ctx.item_id)
-    categories = list(CATEGORIES)
-    ctx.rng("D1", attempt).shuffle(categories)  # a fresh order per request (SPEC D1)
-    prompt, digest = render("d1_distractors.j2", ctx.prompts_dir, question=qa.question, gold=qa.answer,
-                            categories=categories,
-                            failures=failures(ctx.engine, ctx.item_id, 2, ctx.prompts_dir))
-    request = ModelRequest(
-        role="D1",
-        parts=[*(VideoPart(path=c.path, start=c.start, end=c.end, fps=ctx.settings.build.gen_fps, size=GEN_SIZE,
-                           media_resolution="medium", audio=True, label=f"Clip {c.number}") for c in clips),
-               TextPart(text=prompt)],
-        response_schema="DistractorGeneration", template="d1_distractors.j2", template_hash=digest,
-        attempt=attempt, item_id=ctx.item_id,
-    )
+    request = build_request(ctx, qa, attempt)
     response = ctx.runner.call(request)
     payload: dict[str, Any] = response.parsed or {"raw": response.text}
     dset = DistractorSet(item_id=ctx.item_id, qa_id=qa.id or 0, attempt=attempt, payload=payload,
-                         template="d1_distractors.j2", template_hash=digest, malformed=response.malformed)
+                         template=request.template, template_hash=request.template_hash,
+                         malformed=response.malformed)
     if response.malformed:
-        verdict = GateVerdict.reject("D1", f"generator output unusable: {response.malformed_reason}")
+        # an unreadable set fails the structural gate: none of its four answers can be read
+        verdict = GateVerdict.reject("D2", f"{UNUSABLE}: {response.malformed_reason}", malformed=True)
         verdict.call_ids = [response.call_id] if response.call_id else []
         rows = gate_rows(ctx.item_id, 2, attempt, [verdict], payload)
 
@@ -76,7 +90,9 @@ def run(ctx: StepContext) -> StepResult:
         s.add(dset)
         s.flush()
         assert dset.id is not None
-        s.add(Answer(set_id=dset.id, rating=5, text=qa.answer, degraded_weight=0.0))
+        gold_record = {"causal_attributes": payload["causal_attributes"],
+                       "gold_standard_analysis": payload["gold_standard_analysis"]}
+        s.add(Answer(set_id=dset.id, rating=5, text=qa.answer, degraded_weight=0.0, record=gold_record))
         for rating in RATINGS:
             entry = payload[f"rating_{rating}"]
             s.add(Answer(set_id=dset.id, rating=rating, text=entry["response"],

@@ -1,4 +1,9 @@
-"""Phase I (SPEC B): one call writes the question and its cited gold answer from both clips."""
+"""Phase I (SPEC B): one call writes the question and its cited gold answer from both clips.
+
+Inputs (SPEC B1): both clips as video at ``gen_fps``, fit inside ``gen_size`` (720p), with their audio,
+each introduced by its marker ("Clip 1", "Clip 2"); then the prompt, with a Bloom keyword drawn for
+this request (SPEC B2) and the seed's failure history (SPEC E1); then both transcripts.
+"""
 
 from __future__ import annotations
 
@@ -11,47 +16,54 @@ from playlisteval.models.request import ModelRequest, TextPart, VideoPart
 from playlisteval.prompts.render import render
 from playlisteval.stages import bloom
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
-from playlisteval.stages.feedback import failures
-from playlisteval.stages.inputs import load_clips
+from playlisteval.stages.feedback import UNUSABLE, phase1_failures
+from playlisteval.stages.inputs import Clip, load_clips, mmss
 from playlisteval.state import Event
 from playlisteval.store.tables import QA, Item
 
-GEN_SIZE = (1280, 720)  # SPEC B1: 720p
 
-
-def run(ctx: StepContext) -> StepResult:
+def generator_clips(ctx: StepContext, clips: tuple[Clip, Clip]) -> list[VideoPart]:
+    """Both clips as the generator sees them (SPEC B1; D1 gets the same)."""
     cfg = ctx.settings.build
-    attempt = ctx.progress.phase1_attempts + 1
+    return [VideoPart(path=c.path, start=c.start, end=c.end, fps=cfg.gen_fps, size=cfg.gen_size,
+                      media_resolution=cfg.gen_media_resolution, audio=True, label=f"Clip {c.number}")
+            for c in clips]
+
+
+def build_request(ctx: StepContext, attempt: int) -> tuple[ModelRequest, str]:
+    cfg = ctx.settings.build
     clip1, clip2 = load_clips(ctx.engine, ctx.item_id)
-    row, column, keyword = bloom.draw_keyword(ctx.rng("B", attempt))
+    row, column, keyword = bloom.draw_keyword(ctx.rng("B", attempt))  # a fresh draw per request
     prompt, template_hash = render(
         "b_generate.j2", ctx.prompts_dir, keyword=keyword, row=row, column=column,
-        min_chunks=cfg.min_chunks_total, max_chunks=cfg.max_chunks_total,
-        failures=failures(ctx.engine, ctx.item_id, 1, ctx.prompts_dir),
+        clip_1_span=f"{mmss(clip1.start)}–{mmss(clip1.end)}", clip_2_span=f"{mmss(clip2.start)}–{mmss(clip2.end)}",
+        min_chunks_per_clip=cfg.min_chunks_per_segment, min_chunks=cfg.min_chunks_total,
+        max_chunks=cfg.max_chunks_total, min_paragraphs=cfg.min_paragraphs, chunk_s=int(ctx.settings.index.chunk_s),
+        failures=phase1_failures(ctx.engine, ctx.item_id, ctx.prompts_dir),
     )
     transcripts, _ = render("b_transcripts.j2", ctx.prompts_dir, transcript_1=clip1.transcript(),
                             transcript_2=clip2.transcript())
     request = ModelRequest(
         role="B",
-        parts=[
-            TextPart(text=prompt),
-            *(VideoPart(path=c.path, start=c.start, end=c.end, fps=cfg.gen_fps, size=GEN_SIZE,
-                        media_resolution="medium", audio=True, label=f"Clip {c.number}")
-              for c in (clip1, clip2)),
-            TextPart(text=transcripts),
-        ],
+        parts=[*generator_clips(ctx, (clip1, clip2)), TextPart(text=prompt), TextPart(text=transcripts)],
         response_schema="QAGeneration", template="b_generate.j2", template_hash=template_hash,
         attempt=attempt, item_id=ctx.item_id,
     )
+    return request, keyword
+
+
+def run(ctx: StepContext) -> StepResult:
+    attempt = ctx.progress.phase1_attempts + 1
+    request, keyword = build_request(ctx, attempt)
     response = ctx.runner.call(request)
     payload: dict[str, Any] = response.parsed or {"raw": response.text}
     qa = QA(item_id=ctx.item_id, attempt=attempt, question=payload.get("question", ""),
-            answer=payload.get("answer", ""), keyword=keyword, payload=payload, template="b_generate.j2",
-            template_hash=template_hash, malformed=response.malformed)
+            answer=payload.get("answer", ""), keyword=keyword, payload=payload, template=request.template,
+            template_hash=request.template_hash, malformed=response.malformed)
 
     if response.malformed:
-        reason = f"generator output unusable: {response.malformed_reason}"
-        verdict = GateVerdict.reject("B", reason)
+        # an unreadable reply fails the structural gate: it has no answer whose structure could pass
+        verdict = GateVerdict.reject("C1", f"{UNUSABLE}: {response.malformed_reason}", malformed=True)
         verdict.call_ids = [response.call_id] if response.call_id else []
         rows = gate_rows(ctx.item_id, 1, attempt, [verdict], payload)
 
@@ -59,7 +71,7 @@ def run(ctx: StepContext) -> StepResult:
             s.add(qa)
             s.add_all(rows)
 
-        return StepResult(Event.MALFORMED, write_malformed, reason)
+        return StepResult(Event.MALFORMED, write_malformed, verdict.reason)
 
     def write(s: Session, item: Item) -> None:
         s.add(qa)
@@ -68,4 +80,3 @@ def run(ctx: StepContext) -> StepResult:
         item.current_set_id = None
 
     return StepResult(Event.GENERATED, write)
-

@@ -1,9 +1,11 @@
-"""Read a seed's two clips (segments) and their transcripts from the store."""
+"""A seed's two clips (segments) and their transcripts, read from the store, and the transcript
+windows of the C2.1 test (SPEC C2.1)."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
@@ -17,6 +19,14 @@ def mmss(seconds: float) -> str:
     return f"{s // 60}:{s % 60:02d}" if s < 3600 else f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+Lines = tuple[tuple[float, str], ...]
+
+
+def format_lines(lines: Lines) -> str:
+    """One line per chunk, "[m:ss] text", times from the start of the window or clip."""
+    return "\n".join(f"[{mmss(t)}] {text}" for t, text in lines if text.strip()) or "(no speech)"
+
+
 @dataclass(frozen=True)
 class Clip:
     number: int  # 1 or 2
@@ -26,14 +36,18 @@ class Clip:
     path: str
     start: float  # seconds in the video
     end: float
-    lines: tuple[tuple[float, str], ...]  # (seconds from the clip start, transcript text)
+    lines: Lines  # (seconds from the clip start, transcript text)
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
 
     def transcript(self) -> str:
-        return "\n".join(f"[{mmss(t)}] {text}" for t, text in self.lines if text.strip()) or "(no speech)"
+        return format_lines(self.lines)
 
 
-def _transcript(s: object, video_id: int, start: float, end: float) -> tuple[tuple[float, str], ...]:
-    chunks = s.exec(  # type: ignore[attr-defined]
+def _transcript(s: Any, video_id: int, start: float, end: float) -> Lines:
+    chunks = s.exec(
         select(Chunk).where(Chunk.video_id == video_id, Chunk.start >= start - 1e-6, Chunk.end <= end + 1e-6)
         .order_by(col(Chunk.idx))
     ).all()
@@ -58,24 +72,30 @@ def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
         return clips[0], clips[1]
 
 
-def transcript_windows(engine: Engine, clip: Clip, rng: random.Random) -> list[str]:
-    """SPEC C2.1: the clip's own transcript plus one window on either side of it, each of the same
-    length, from a different video of the same playlist (fewer when the playlist has no other video)."""
-    length = clip.end - clip.start
-    windows = [clip.transcript()]
+def transcript_windows(engine: Engine, clips: tuple[Clip, Clip], rng: random.Random, chunk_s: float) -> list[str]:
+    """SPEC C2.1: for each clip, its own transcript plus one window on either side of it, each as long
+    as the clip and cut from a *different* video of the same playlist (one not holding either clip
+    when the playlist has such a video): three windows per clip, six in all, in a shuffled order.
+    Every window is formatted like the clip's own, so nothing but content tells them apart. A playlist
+    with no other video gives fewer windows."""
+    own_videos = {c.video_id for c in clips}
+    windows = [c.transcript() for c in clips]
+    taken: set[tuple[int, float]] = set()
     with transaction(engine) as s:
-        others = s.exec(
-            select(col(Video.id), col(Video.duration)).where(
-                Video.playlist_id == clip.playlist_id, Video.id != clip.video_id, Video.status == "indexed"
-            ).order_by(col(Video.id))
-        ).all()
-        if not others:
-            return windows
-        for _ in range(2):
-            video_id, duration = rng.choice([(int(v or 0), d) for v, d in others])
-            start = rng.uniform(0, max((duration or 0) - length, 0))
-            start -= start % 30
-            lines = _transcript(s, video_id, start, start + length)
-            windows.append("\n".join(f"[{mmss(t)}] {text}" for t, text in lines if text.strip())
-                           or "(no speech)")
+        for clip in clips:
+            others = [(int(v or 0), float(d or 0.0)) for v, d in s.exec(
+                select(col(Video.id), col(Video.duration)).where(
+                    Video.playlist_id == clip.playlist_id, Video.id != clip.video_id, Video.status == "indexed"
+                ).order_by(col(Video.id))).all()]
+            preferred = [o for o in others if o[0] not in own_videos] or others
+            if not preferred:
+                continue
+            video_id, duration = rng.choice(preferred)  # "a different video": one per clip
+            for _side in ("before", "after"):
+                starts = [k * chunk_s for k in range(int(max(duration - clip.length, 0) // chunk_s) + 1)]
+                free = [t for t in starts if (video_id, t) not in taken] or starts
+                start = rng.choice(free)
+                taken.add((video_id, start))
+                windows.append(format_lines(_transcript(s, video_id, start, start + clip.length)))
+    rng.shuffle(windows)  # shuffled so the relevant passages are not where they always are
     return windows

@@ -31,6 +31,17 @@ def add_column(table: str, column: str, ddl_type: str, default: str) -> Migratio
     return migrate
 
 
+def add_columns(table: str, columns: list[tuple[str, str, str]]) -> Migration:
+    """Several ``add_column`` steps as one migration: (column, DDL type, default) each."""
+    steps = [add_column(table, column, ddl_type, default) for column, ddl_type, default in columns]
+
+    def migrate(conn: Connection) -> None:
+        for step in steps:
+            step(conn)
+
+    return migrate
+
+
 def create_tables(*names: str) -> Migration:
     """A migration that creates tables added after 0001 (a new store already has them: skipped)."""
 
@@ -46,6 +57,22 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     # an item that keeps killing its worker is failed as poison (DESIGN, delivery facts)
     ("0002_item_claims", add_column("item", "claims", "INTEGER", "0")),
     ("0003_chunk_ocr_text", add_column("chunk", "ocr_text", "TEXT", "''")),
+    ("0020_video_index_lease", add_column("video", "lease_owner", "TEXT", "''")),
+    ("0021_video_index_lease_expires", add_column("video", "lease_expires", "REAL", "0")),
+    ("0022_video_index_report", add_column("video", "index_report", "TEXT", "''")),
+    # evaluation (issue 6): what each judgment was shown and how it ended; run details; per-segment ranks
+    ("0040_judgment_evidence", add_column("judgment", "evidence", "JSON", "'{}'")),
+    ("0041_judgment_outcome", add_column("judgment", "outcome", "VARCHAR", "'verdict'")),
+    ("0042_judgment_call_id", add_column("judgment", "call_id", "INTEGER", "0")),
+    ("0043_judge_run_details", add_columns("judge_run", [("modality", "VARCHAR", "'frames+transcript'"),
+                                                          ("finished_at", "FLOAT", "0")])),
+    ("0044_retrieval_run_details", add_columns("retrieval_run", [
+        ("benchmark_id", "INTEGER", "0"), ("dims", "INTEGER", "0"), ("chunks", "INTEGER", "0"),
+        ("index_bytes", "INTEGER", "0"), ("latency_ms", "FLOAT", "0"), ("finished_at", "FLOAT", "0")])),
+    ("0045_ranking_segments", add_columns("ranking", [
+        ("segment1_id", "INTEGER", "0"), ("segment2_id", "INTEGER", "0"), ("score1", "FLOAT", "0"),
+        ("score2", "FLOAT", "0"), ("top_segments", "JSON", "'[]'")])),
+    ("0046_benchmark_question", create_tables("benchmark_question")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

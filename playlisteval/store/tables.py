@@ -61,6 +61,11 @@ class Video(SQLModel, table=True):
     # new → indexed; or skipped (missing/corrupt/silent…) / duplicate (SPEC A7), with the reason
     status: str = Field(default="new", index=True)
     reason: str | None = None
+    # indexing (SPEC A4–A5) is claimed per video with a lease, so duplicate or late messages on the
+    # "index" queue do nothing; its outcome (warnings, counts) is kept for the coordinator's report
+    lease_owner: str = ""
+    lease_expires: float = 0.0
+    index_report: str = ""  # JSON written by the worker that indexed the video
 
 
 class Chunk(SQLModel, table=True):
@@ -273,6 +278,19 @@ class BenchmarkPair(SQLModel, table=True):
     a_is_better: bool = True  # SPEC G5: side drawn once per pair from a shared seed
 
 
+class BenchmarkQuestion(SQLModel, table=True):
+    """SPEC F3's first level: the questions sampled per domain (the second level draws pairs from them)."""
+
+    __tablename__ = "benchmark_question"
+    __table_args__ = (UniqueConstraint("benchmark_id", "item_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    item_id: int = Field(foreign_key="item.id")
+    domain_id: int = Field(foreign_key="domain.id")
+    kept_pairs: int = 0  # pairs of this question the difficulty gate kept
+    drawn_pairs: int = 0  # of them, drawn into the benchmark
+
+
 class JudgeRun(SQLModel, table=True):
     __tablename__ = "judge_run"
     id: int | None = Field(default=None, primary_key=True)
@@ -283,6 +301,9 @@ class JudgeRun(SQLModel, table=True):
     swapped: bool = False
     settings: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created_at: float = Field(default_factory=now)
+    # 0043 (issue 6): the second stream and when every pair had its judgment (0 = unfinished)
+    modality: str = "frames+transcript"
+    finished_at: float = 0.0
 
 
 class Judgment(SQLModel, table=True):
@@ -294,6 +315,11 @@ class Judgment(SQLModel, table=True):
     verdict: str | None = None  # A / B / None (no verdict)
     score: float = 0.0  # 1, 0, or 0.5 for no verdict (SPEC G4)
     raw: str = ""
+    # 0040–0042 (issue 6): what the judge was shown — chunks, frames (video id, seconds), transcript
+    # lines, audio — exactly; how the reply ended (verdict / no_verdict / refusal / error); the ledger row
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    outcome: str = "verdict"
+    call_id: int = 0  # model_call.id; 0 for shortcut judges, which call no model
 
 
 class RetrievalRun(SQLModel, table=True):
@@ -303,6 +329,14 @@ class RetrievalRun(SQLModel, table=True):
     k: int = 10
     settings: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created_at: float = Field(default_factory=now)
+    # 0044 (issue 6, SPEC R4): the questions' benchmark (0 = every accepted item), vector width,
+    # indexed chunks and their bytes, mean query latency (embed + rank), when it finished (0 = not yet)
+    benchmark_id: int = 0
+    dims: int = 0
+    chunks: int = 0
+    index_bytes: int = 0
+    latency_ms: float = 0.0
+    finished_at: float = 0.0
 
 
 class Ranking(SQLModel, table=True):
@@ -313,6 +347,12 @@ class Ranking(SQLModel, table=True):
     rank1: int
     rank2: int
     n_segments: int
+    # 0045 (issue 6): the gold segments ranked (rank1 is segment1's), their scores, the top-k segment ids
+    segment1_id: int = 0
+    segment2_id: int = 0
+    score1: float = 0.0
+    score2: float = 0.0
+    top_segments: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
 
 
 class HumanTask(SQLModel, table=True):

@@ -4,10 +4,17 @@ Each video is a run of 15-30 s scenes. A scene's frames show one big glyph (shap
 right) on a coloured backdrop under an on-screen sign; its audio is an espeak-ng narration about the
 playlist's topic that never says what is shown. Frames are drawn by ffmpeg's lavfi filters at a low
 frame rate, so a 3-minute video encodes in under two seconds on one core.
+
+Beside each video: WebVTT captions of the narration (``.vtt``) and its world (``.world.json``). The
+last ``vp9`` videos are VP9/Opus WebM instead of H.264/AAC MP4 (the codec web downloads often have,
+which decord cannot read: it exercises the PyAV fallback). ``OUT/manifest.csv`` lists every video
+as `playlisteval add --manifest` reads it.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import random
 import re
@@ -38,11 +45,14 @@ def make_collection(
     videos: int = 3,
     minutes: float = 3.0,
     seed: int = 0,
+    vp9: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> list[Path]:
-    """Write ``out/<Domain>/<Playlist>/<NN> - <Title> Episode <n>.mp4`` with .srt and .world.json.
+    """Write ``out/<Domain>/<Playlist>/<NN> - <Title> Episode <n>.mp4`` with .vtt and .world.json,
+    and ``out/manifest.csv``.
 
     Deterministic from ``seed``; a video whose files already hold the same world is not remade.
+    The last ``vp9`` videos (in manifest order) are written as ``.webm`` (VP9 + Opus).
     """
     tools = _check_tools()
     if not 1 <= domains <= len(vocab.DOMAINS):
@@ -60,9 +70,25 @@ def make_collection(
                 world = plan_world(rng, taken, domain=domain, playlist=folder, topic=name, title=title,
                                    episode=n, duration=minutes * 60, seed=seed)
                 jobs.append((world, out / domain / folder / f"{n:02d} - {title}.mp4"))
+    webm = max(0, len(jobs) - max(0, vp9))
+    jobs = [(w, p.with_suffix(".webm") if i >= webm else p) for i, (w, p) in enumerate(jobs)]
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
         done = list(pool.map(lambda job: _render_if_needed(job[0], job[1], tools, progress), jobs))
+    write_manifest(out, jobs)
     return done
+
+
+def write_manifest(out: Path, jobs: list[tuple[World, Path]]) -> Path:
+    """``out/manifest.csv``: domain, playlist, title, path (relative to ``out``), position."""
+    rows = [(w.domain, w.playlist, w.title, p.relative_to(out).as_posix(), w.episode - 1) for w, p in jobs]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["domain", "playlist", "title", "path", "position"])
+    writer.writerows(rows)
+    target = out / "manifest.csv"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(buffer.getvalue())
+    return target
 
 
 def _check_tools() -> dict[str, str]:
@@ -117,9 +143,9 @@ def plan_world(
 def _render_if_needed(
     world: World, video: Path, tools: dict[str, str], progress: Callable[[str], None] | None
 ) -> Path:
-    wpath, srt = world_path(video), video.with_suffix(".srt")
+    wpath, vtt = world_path(video), video.with_suffix(".vtt")
     fresh = world.model_dump_json(indent=1)
-    if video.is_file() and srt.is_file() and wpath.is_file() and wpath.read_text() == fresh:
+    if video.is_file() and vtt.is_file() and wpath.is_file() and wpath.read_text() == fresh:
         if progress:
             progress(f"kept {video}")
         return video
@@ -128,7 +154,11 @@ def _render_if_needed(
         audio = Path(tmp) / "narration.wav"
         speech = _narrate(world, audio, Path(tmp), tools["espeak-ng"], video)
         _encode(world, audio, video, Path(tmp), tools["ffmpeg"])
-    srt.write_text(_srt(world, speech))
+    vtt.write_text(_webvtt(world, speech))
+    video.with_suffix(".srt").unlink(missing_ok=True)  # an older synth's captions would win over .vtt
+    for other in (".mp4", ".webm"):  # the same world rendered earlier in the other container
+        if other != video.suffix:
+            video.with_suffix(other).unlink(missing_ok=True)
     save_world(world, video)  # last: a world file beside a video means the video is complete
     if progress:
         progress(f"made {video}")
@@ -183,13 +213,17 @@ def _encode(world: World, audio: Path, video: Path, tmp: Path, ffmpeg: str) -> N
         ]
     script = tmp / "graph.txt"
     script.write_text(";\n".join(graph) + ";\n" + ",\n".join(draw) + "[v]")
-    partial = video.with_name(video.stem + ".partial.mp4")  # never leave a half-written .mp4 behind
+    partial = video.with_name(video.stem + ".partial" + video.suffix)  # never leave a half-written video
+    if video.suffix == ".webm":
+        codecs = ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-crf", "40", "-b:v", "0",
+                  "-pix_fmt", "yuv420p", "-g", "20", "-threads", "1", "-c:a", "libopus", "-b:a", "32k"]
+    else:
+        codecs = ["-c:v", "libx264", "-preset", "ultrafast", "-crf", "30", "-pix_fmt", "yuv420p", "-g", "20",
+                  "-threads", "1", "-c:a", "aac", "-aac_coder", "fast", "-b:a", "48k", "-movflags", "+faststart"]
     _run([
         ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
         "-i", str(audio), "-filter_complex_script", str(script), "-map", "[v]", "-map", "0:a",
-        "-c:v", "libx264", "-preset", "ultrafast", "-crf", "30", "-pix_fmt", "yuv420p", "-g", "20",
-        "-threads", "1", "-c:a", "aac", "-aac_coder", "fast", "-b:a", "48k", "-t", f"{world.duration:g}",
-        "-movflags", "+faststart", str(partial),
+        *codecs, "-t", f"{world.duration:g}", str(partial),
     ], video, "ffmpeg")
     partial.replace(video)
 
@@ -204,8 +238,8 @@ def _run(cmd: list[str], target: Path, tool: str) -> None:
         raise MediaError(target, f"{tool} failed (exit {proc.returncode}): {' | '.join(tail)}")
 
 
-def _srt(world: World, heard: list[float]) -> str:
-    """Captions of the narration: one cue per sentence, timed by its share of the scene's speech."""
+def _webvtt(world: World, heard: list[float]) -> str:
+    """WebVTT captions of the narration: one cue per sentence, timed by its share of the scene's speech."""
     cues: list[tuple[float, float, str]] = []
     for scene, speech in zip(world.scenes, heard, strict=True):
         sentences = re.split(r"(?<=[.!?])\s+", scene.narration.strip())
@@ -215,11 +249,11 @@ def _srt(world: World, heard: list[float]) -> str:
             end = t + speech * len(sentence) / total
             cues.append((t, min(end, scene.end), sentence))
             t = end
-    return "".join(
+    return "WEBVTT\n\n" + "".join(
         f"{i}\n{_stamp(a)} --> {_stamp(b)}\n{text}\n\n" for i, (a, b, text) in enumerate(cues, 1)
     )
 
 
 def _stamp(t: float) -> str:
     ms = round(t * 1000)
-    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"

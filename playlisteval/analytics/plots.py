@@ -1,0 +1,75 @@
+"""The report's figures: matplotlib drawn to SVG, handed back as ``data:`` URIs for ``<img>`` tags.
+
+An SVG shown through ``<img>`` cannot run script, so judge names or any other text drawn into a figure
+cannot inject anything into the report, whatever they contain. The figures are deterministic (fixed
+hash salt, no date) so two reports of the same store are byte-identical.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display, ever
+
+from matplotlib.axes import Axes  # noqa: E402  (after the backend is chosen)
+from matplotlib.figure import Figure  # noqa: E402
+
+_STYLE: Any = {"svg.hashsalt": "playlisteval", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
+          "axes.spines.right": False}
+
+
+def _uri(fig: Figure) -> str:
+    buffer = io.BytesIO()
+    with matplotlib.rc_context(_STYLE):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _percent_axis(ax: Axes, label: str) -> None:
+    ax.set_ylim(0, 103)  # room above 100 for a marker at 100
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_ylabel(label)
+    ax.axhline(50, color="0.6", linewidth=0.8, linestyle=":")  # chance for a pairwise choice
+
+
+def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[float | None]], *, ylabel: str,
+                 title: str) -> str:
+    """Bars per category, one colour per series; values are shares (0–1) drawn as percent."""
+    with matplotlib.rc_context(_STYLE):
+        fig = Figure(figsize=(max(4.0, 0.9 * len(categories) + 2), 3.2))
+        ax = fig.subplots()
+        width = 0.8 / max(len(series), 1)
+        for i, (name, values) in enumerate(series.items()):
+            xs = [c + (i - (len(series) - 1) / 2) * width for c in range(len(categories))]
+            ys = [100 * v if v is not None else 0.0 for v in values]
+            ax.bar(xs, ys, width=width, label=name)
+        ax.set_xticks(range(len(categories)), list(categories), rotation=30, ha="right")
+        _percent_axis(ax, ylabel)
+        ax.set_title(title)
+        if len(series) > 1:
+            ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        return _uri(fig)
+
+
+def lines(xs: Sequence[str], series: Mapping[str, Sequence[float | None]], *, xlabel: str, ylabel: str,
+          title: str) -> str:
+    """One line per series over categorical x values; values are shares (0–1) drawn as percent."""
+    with matplotlib.rc_context(_STYLE):
+        fig = Figure(figsize=(5.5, 3.2))
+        ax = fig.subplots()
+        for name, values in series.items():
+            points = [(i, 100 * v) for i, v in enumerate(values) if v is not None]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, clip_on=False)
+        ax.set_xticks(range(len(xs)), list(xs))
+        ax.set_xlabel(xlabel)
+        _percent_axis(ax, ylabel)
+        ax.set_title(title)
+        # beside the axes: with a panel of judges a legend inside would cover the lines
+        ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        return _uri(fig)

@@ -1,0 +1,84 @@
+"""Rows of a view turned into display tables: chosen columns, headers and number formats.
+
+Cells come back as plain strings; the HTML template escapes them (model output is untrusted) and the
+terminal prints them as text, never as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def fmt(value: Any, kind: str) -> str:
+    """One cell: pct (share → percent), pts (share difference → points), usd, int, hours, num, text."""
+    if value is None:
+        return "—"
+    if kind == "pct":
+        return f"{100 * float(value):.1f}"
+    if kind == "pct2":
+        return f"{100 * float(value):.2f}"
+    if kind == "pts":
+        return f"{100 * float(value):+.1f}"
+    if kind == "usd":
+        return f"{float(value):,.2f}"
+    if kind == "usd3":
+        return f"{float(value):,.3f}"
+    if kind == "int":
+        return f"{int(value):,}"
+    if kind == "hours":
+        return f"{float(value):.2f}"
+    if kind == "num":
+        return f"{float(value):.1f}"
+    if kind == "bool":
+        return "yes" if value else "no"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Col:
+    key: str
+    header: str
+    kind: str = "text"
+
+
+@dataclass
+class DisplayTable:
+    headers: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    numeric: list[bool] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+
+def display(rows: Sequence[dict[str, Any]], columns: Sequence[Col]) -> DisplayTable:
+    return DisplayTable(
+        headers=[c.header for c in columns],
+        rows=[[fmt(row.get(c.key), c.kind) for c in columns] for row in rows],
+        numeric=[c.kind != "text" for c in columns],
+    )
+
+
+def generic(rows: Sequence[dict[str, Any]]) -> DisplayTable:
+    """Every column of a view we know nothing about (a view another part of the tool adds)."""
+    if not rows:
+        return DisplayTable(headers=[])
+    keys = list(rows[0])
+    kinds = ["num" if isinstance(rows[0][k], float) else "int" if isinstance(rows[0][k], int) and
+             not isinstance(rows[0][k], bool) else "text" for k in keys]
+    return display(rows, [Col(k, k, kind) for k, kind in zip(keys, kinds, strict=True)])
+
+
+def pivot(rows: Sequence[dict[str, Any]], row_key: str, col_key: str, value_key: str, *, kind: str,
+          col_order: Sequence[str] | None = None, row_header: str = "") -> DisplayTable:
+    """A row_key × col_key table of value_key (e.g. judge × domain accuracy)."""
+    cols = list(col_order) if col_order else sorted({str(r[col_key]) for r in rows})
+    seen: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        seen.setdefault(str(r[row_key]), {})[str(r[col_key])] = r[value_key]
+    table = DisplayTable(headers=[row_header or row_key, *cols], numeric=[False] + [True] * len(cols))
+    for name, values in seen.items():
+        table.rows.append([name, *(fmt(values.get(c), kind) for c in cols)])
+    return table

@@ -1,0 +1,135 @@
+"""Commands over the analytics views: sql, report, leaderboard."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from playlisteval.cli_support import console, err_console, settings_of
+
+
+def _open(ctx: click.Context, *, all_tables: bool = False) -> Any:
+    from playlisteval.analytics import Analytics
+    from playlisteval.store import open_store
+
+    settings = settings_of(ctx)
+    with err_console.status("loading the store into DuckDB …"):
+        return settings, Analytics(open_store(settings), settings, all_tables=all_tables)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+@click.command("sql")
+@click.argument("query", required=False)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="table: for reading; csv / json (one object a line): for other tools.")
+@click.option("--list", "list_views", is_flag=True, help="List the views and what each holds, then exit.")
+@click.pass_context
+def sql(ctx: click.Context, query: str | None, fmt: str, list_views: bool) -> None:
+    """Run a read-only SQL QUERY (DuckDB dialect) over the store's tables and the analytics views.
+
+    \b
+    The store's tables are copied into an in-memory DuckDB (vector blobs and the response cache left
+    out), the views are created over them, and QUERY must be one SELECT; file access is off.
+    Examples:
+      playlisteval sql --list
+      playlisteval sql "SELECT judge, retrieved, uniform FROM leaderboard WHERE domain = 'All'"
+      playlisteval sql "SELECT * FROM cost_by_model" --format csv > cost.csv
+    """
+    if list_views:
+        from playlisteval.analytics import views
+
+        table = Table(title="views (playlisteval/analytics/*.sql)", show_lines=False)
+        table.add_column("view", style="bold")
+        table.add_column("what it holds")
+        for view in views():
+            table.add_row(view.name, Text(view.description))
+        console.print(table)
+        return
+    if not query:
+        raise click.UsageError("give a QUERY (or --list to see the views)")
+    _settings, an = _open(ctx, all_tables=True)
+    with an:
+        result = an.user_query(query)
+    rows = result.to_pylist()
+    names = result.column_names
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(names)
+        writer.writerows([[_cell(r[n]) for n in names] for r in rows])
+    elif fmt == "json":
+        for r in rows:
+            click.echo(json.dumps(r, default=str))
+    else:
+        table = Table(*names, title=f"{len(rows)} row(s)")
+        for r in rows:
+            table.add_row(*(Text(_cell(r[n])) for n in names))  # Text: cell values are never markup
+        console.print(table)
+
+
+def print_leaderboard(an: Any, bench: dict[str, Any] | None) -> None:
+    from playlisteval.analytics.report import LEADERBOARD_COLS, leaderboard_rows
+    from playlisteval.analytics.tabular import display
+
+    shown = display(leaderboard_rows(an, bench), LEADERBOARD_COLS)
+    title = f"Leaderboard — {bench['name']}" if bench else "Leaderboard"
+    table = Table(title=title)
+    for header, numeric in zip(shown.headers, shown.numeric, strict=True):
+        table.add_column(header, justify="right" if numeric else "left")
+    for row in shown.rows:
+        table.add_row(*(Text(cell) for cell in row))
+    if not shown.rows:
+        console.print("[dim]no judge has judged this benchmark at the full-domain scope yet[/]")
+        return
+    console.print(table)
+
+
+@click.command("report")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--benchmark", default=None, help="Benchmark name. Default: the one judged most recently.")
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the leaderboard to the terminal.")
+@click.pass_context
+def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool) -> None:
+    """Write the analytics as one self-contained HTML page OUT, and print the leaderboard.
+
+    The page holds the judge leaderboard (retrieved vs uniform evidence, per domain), accuracy by rating
+    gap and by corpus scope, position bias, retriever Hit@k and nDCG@k with chance floors, benchmark
+    statistics, build and evaluation cost, and the hardest pairs. All model text is escaped.
+    """
+    from playlisteval.analytics.report import choose_benchmark, write_report
+
+    settings, an = _open(ctx)
+    with an:
+        with err_console.status("rendering the report …"):
+            write_report(an, settings, out, benchmark)
+        if not quiet:
+            print_leaderboard(an, choose_benchmark(an, benchmark))
+    console.print(f"wrote {out}")
+
+
+@click.command("leaderboard")
+@click.option("--benchmark", default=None, help="Benchmark name. Default: the one judged most recently.")
+@click.pass_context
+def leaderboard(ctx: click.Context, benchmark: str | None) -> None:
+    """Print the judge leaderboard: accuracy with retrieved and uniform evidence, and the difference."""
+    from playlisteval.analytics.report import choose_benchmark
+
+    _settings, an = _open(ctx)
+    with an:
+        print_leaderboard(an, choose_benchmark(an, benchmark))
+
+
+COMMANDS: list[click.Command] = [sql, report, leaderboard]

@@ -1,0 +1,207 @@
+"""Commands that draw the benchmark and evaluate on it: select, export, eval judge, eval retrieve.
+
+`eval judge` and `eval retrieve` join the `eval` group of ``commands/eval_group.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from playlisteval.cli_support import console, settings_of
+from playlisteval.commands.eval_group import eval_group
+
+
+@contextmanager
+def _bar(enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar; ``update(stage, done, total)`` moves it (one task per stage)."""
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=False, disable=not enabled)
+    tasks: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(stage, total=total)
+        progress.update(tasks[stage], completed=done, total=total)
+
+    with progress:
+        yield update
+
+
+@click.command("select")
+@click.option("--name", default=None, help="Benchmark name (default: [select] benchmark).")
+@click.option("--questions-per-domain", type=click.IntRange(min=0), default=None,
+              help="First level (SPEC F3): accepted questions sampled per domain; 0 = the smallest domain's count.")
+@click.option("--pairs-per-domain", type=click.IntRange(min=1), default=None,
+              help="Second level (SPEC F3): kept pairs drawn per domain.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.pass_context
+def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int | None,
+               pairs_per_domain: int | None, as_json: bool) -> None:
+    """Draw the benchmark from the accepted items (SPEC F).
+
+    \b
+    1. sample accepted questions per domain to a common count (seeded);
+    2. make each sampled question's 10 preference pairs (gaps 4/3/2/1);
+    3. the difficulty gate: the weak judges of roles F_first and F_second judge every pair with the
+       judge prompt; a pair is kept iff at least one of them gets it wrong;
+    4. draw the kept pairs per domain (seeded), each with its Model A side drawn from the shared seed.
+    Questions with a drawn pair move to `selected`, those with no kept pair to `too_easy`. Running it
+    again under the same name changes nothing; an interrupted gate resumes where it stopped.
+    """
+    from playlisteval.select.sampling import select_benchmark
+
+    settings = settings_of(ctx)
+    if questions_per_domain is not None:
+        settings.select.questions_per_domain = questions_per_domain
+    if pairs_per_domain is not None:
+        settings.select.pairs_per_domain = pairs_per_domain
+    with _bar(not as_json) as update:
+        out = select_benchmark(settings, name, progress=update)
+    if as_json:
+        click.echo(json.dumps({
+            "benchmark_id": out.benchmark_id, "name": out.name, "created": out.created, "pairs": out.pairs,
+            "domains": {d: vars(v) for d, v in out.domains.items()}, "gate": vars(out.gate),
+            "selected": out.selected, "too_easy": out.too_easy, "warnings": out.warnings}))
+        return
+    table = Table(title=f"benchmark {out.name!r}" + ("" if out.created else " (already drawn)"))
+    for column in ("domain", "accepted", "sampled", "kept pairs", "pairs drawn", "questions"):
+        table.add_column(column, justify="left" if column == "domain" else "right")
+    for d in out.domains.values():
+        table.add_row(d.domain, str(d.accepted or "-"), str(d.sampled), str(d.kept_pairs), str(d.pairs),
+                      str(d.questions))
+    console.print(table)
+    if out.created:
+        g = out.gate
+        console.print(f"difficulty gate: {g.judged} pair(s) judged now, {g.kept} kept, {g.dropped} too easy"
+                      + (f", {g.errors} failed call(s)" if g.errors else ""))
+    console.print(f"items moved: {out.selected} selected, {out.too_easy} too easy")
+    for warning in out.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
+
+@click.command("export")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--benchmark", default=None, help="Benchmark name (default: [select] benchmark).")
+@click.pass_context
+def export_cmd(ctx: click.Context, out: Path, benchmark: str | None) -> None:
+    """Write the benchmark to OUT: data/test.parquet, data/test.jsonl, README.md (a dataset card with the
+    SPEC F4 statistics) and stats.json. Load it with
+    `datasets.load_dataset("parquet", data_files="OUT/data/test.parquet")`."""
+    from playlisteval.select.export import export
+
+    report = export(settings_of(ctx), out, benchmark)
+    st = report.stats
+    console.print(f"wrote {report.rows} pair(s) to {out}: " + ", ".join(str(p.relative_to(out)) for p in report.files))
+    console.print(f"{st.sampled_after} question(s); gaps {st.pairs_by_gap}; longer answer wins "
+                  f"{st.longer_answer_wins_pct}% of pairs")
+
+
+_EVIDENCE = click.Choice(["retrieved", "uniform", "oracle"])
+_MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+audio", "audio"])
+
+
+@eval_group.command("judge")
+@click.option("--judge", "judges", multiple=True,
+              help="A judge: \"provider/model\", or shortcut/random, shortcut/always-a, shortcut/longer-answer, "
+                   "shortcut/transcript-overlap. Repeat for a panel. Default: [eval] panel.")
+@click.option("--benchmark", default=None, help="Benchmark name (default: [select] benchmark).")
+@click.option("--evidence", type=_EVIDENCE, default=None,
+              help="retrieved: top chunks by the retriever, 2 frames each; uniform: frames evenly over the corpus; "
+                   "oracle: the two gold segments only (SPEC G1).")
+@click.option("--scope", default=None, help="Corpus: domain, oracle, or a frozen corpus of [eval] scopes (24h, 10h).")
+@click.option("--swap", is_flag=True, help="Show every pair on the other side (the position-bias pass, SPEC G5).")
+@click.option("--modality", type=_MODALITY, default=None, help="What the judge gets besides the question (SPEC G6).")
+@click.option("--frames", type=click.IntRange(min=1), default=None, help="Frames per judgment (default 128).")
+@click.option("--size", default=None, help="Frame size WxH they fit inside (default 640x480).")
+@click.option("--thinking", type=click.Choice(["minimal", "low", "medium", "high"]), default=None,
+              help="Thinking level / reasoning effort.")
+@click.option("--media-resolution", type=click.Choice(["low", "medium", "high"]), default=None,
+              help="Media resolution (Gemini).")
+@click.option("--audio-speed", type=float, default=None, help="Playback speed of the chunks' audio: 1.0, 1.5, 2.0.")
+@click.option("--audio-mode", type=click.Choice(["track", "turns"]), default=None,
+              help="One merged audio track with pauses, or one audio part per chunk.")
+@click.option("--retriever", default=None, help="Embedder that ranks chunks for retrieved evidence.")
+@click.option("--json", "as_json", is_flag=True, help="Print each run's summary as a JSON line.")
+@click.pass_context
+def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None, evidence: str | None,
+              scope: str | None, swap: bool, modality: str | None, frames: int | None, size: str | None,
+              thinking: str | None, media_resolution: str | None, audio_speed: float | None,
+              audio_mode: str | None, retriever: str | None, as_json: bool) -> None:
+    """Run judges over the benchmark's pairs with the G4 prompt (SPEC G).
+
+    Each (judge, settings) is one run, stored with its settings; asking again continues an unfinished
+    run and does not pay twice for a finished one. A reply without [[A]] or [[B]] scores 0.5 and is
+    counted as no verdict.
+    """
+    from playlisteval.eval.judge import run_judge
+    from playlisteval.eval.options import JudgeOptions, parse_size
+
+    settings = settings_of(ctx)
+    options = JudgeOptions.from_settings(
+        settings, evidence=evidence, scope=scope, swap=swap, modality=modality, frames=frames,
+        size=parse_size(size) if size else None, thinking=thinking, media_resolution=media_resolution,
+        audio_speed=audio_speed, audio_mode=audio_mode, retriever=retriever)
+    summaries = []
+    for judge in judges or tuple(settings.eval.panel):
+        with _bar(not as_json) as update:
+            def tick(done: int, total: int, name: str = judge) -> None:
+                update(name, done, total)
+
+            summary = run_judge(settings, judge, options, benchmark, tick=tick)
+        summaries.append(summary)
+        if as_json:
+            click.echo(json.dumps({"run_id": summary.run_id, "judge": summary.judge, "pairs": summary.pairs,
+                                   "accuracy": summary.accuracy, "outcomes": summary.outcomes,
+                                   "by_domain": summary.by_domain, "settings": options.as_settings()}))
+    if as_json:
+        return
+    sides = "swapped" if options.swap else "forward"
+    table = Table(title=f"{options.evidence} evidence, scope {options.scope}, {options.modality}, {sides}")
+    for column in ("run", "judge", "pairs", "accuracy", "no verdict"):
+        table.add_column(column, justify="left" if column == "judge" else "right")
+    domains = sorted({d for s in summaries for d in s.by_domain})
+    for d in domains:
+        table.add_column(d, justify="right")
+    for s in sorted(summaries, key=lambda x: -x.accuracy):
+        table.add_row(str(s.run_id), s.judge, str(s.pairs), f"{100 * s.accuracy:.1f}%", str(s.no_verdict),
+                      *(f"{100 * s.by_domain[d]:.1f}%" if d in s.by_domain else "-" for d in domains))
+    console.print(table)
+
+
+@eval_group.command("retrieve")
+@click.option("--embedder", default=None, help="Retriever to evaluate (default: [index] embedder); "
+                                               "its chunk vectors are computed where missing.")
+@click.option("--benchmark", default=None, help="Benchmark whose sampled questions are ranked (default: [select] "
+                                                "benchmark).")
+@click.option("--all", "all_items", is_flag=True, help="Rank for every accepted question instead.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None, all_items: bool,
+                 as_json: bool) -> None:
+    """Rank each question's domain segments by the mean of their 3 best chunk similarities (SPEC R1) and
+    store the ranks of the two gold segments; prints Hit_both@k, Hit_any@k and nDCG@k (SPEC R2)."""
+    from playlisteval.eval.retrieval import run_retrieval
+
+    settings = settings_of(ctx)
+    with _bar(not as_json) as update:
+        s = run_retrieval(settings, embedder, benchmark, all_items=all_items, tick=update)
+    if as_json:
+        click.echo(json.dumps(vars(s)))
+        return
+    table = Table(title=f"retriever {s.embedder} (run {s.run_id})")
+    for column in ("questions", "segments (mean)", f"Hit_both@{s.k}", f"Hit_any@{s.k}", f"nDCG@{s.k}", "ms/query"):
+        table.add_column(column, justify="right")
+    table.add_row(str(s.questions), f"{s.mean_segments:.0f}", f"{100 * s.hit_both:.1f}%", f"{100 * s.hit_any:.1f}%",
+                  f"{s.ndcg:.3f}", f"{s.latency_ms:.1f}")
+    console.print(table)
+
+
+COMMANDS: list[click.Command] = [select_cmd, export_cmd]

@@ -1,0 +1,118 @@
+"""`playlisteval funnel`: what each gate saw, passed and rejected, and why (SPEC C–E).
+
+The per-gate counts come from ``analytics/funnel.sql``, run on the store itself. Reasons are counted by
+their kind, the text before the first ": " (gates word their reasons "kind: specifics").
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+from typing import Any
+
+import click
+from rich.table import Table
+from sqlalchemy import func, text
+from sqlmodel import select
+
+from playlisteval.cli_support import console, settings_of
+from playlisteval.config import Settings
+from playlisteval.models.runner import spent_usd
+from playlisteval.state import State
+from playlisteval.store import open_store, transaction
+from playlisteval.store.tables import GateResult, Item
+
+#: The gates of the build in the order they run (SPEC C1–C3, D2–D4).
+GATES = ("C1", "C2.1", "C2.2", "C3", "D2", "D3", "D4")
+
+
+def reason_kind(reason: str) -> str:
+    return reason.split(": ", 1)[0].strip() or "(no reason)"
+
+
+def funnel_sql() -> str:
+    return resources.files("playlisteval").joinpath("analytics/funnel.sql").read_text(encoding="utf-8")
+
+
+def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
+    """{"gates": {GATE: {seen, passed, rejected, reasons}}, "items": {STATE: n},
+    "max_attempts": {"phase1": n, "phase2": n}}, with the ``top`` most frequent reason kinds per gate."""
+    engine = open_store(settings)
+    gates: dict[str, dict[str, Any]] = {g: {"seen": 0, "passed": 0, "rejected": 0, "reasons": {}} for g in GATES}
+    with transaction(engine) as s:
+        for gate, seen, passed, rejected in s.execute(text(funnel_sql())).all():
+            entry = gates.setdefault(str(gate), {"seen": 0, "passed": 0, "rejected": 0, "reasons": {}})
+            entry.update(seen=int(seen or 0), passed=int(passed or 0), rejected=int(rejected or 0))
+        reasons: dict[str, Counter[str]] = {}
+        for gate, reason in s.exec(select(GateResult.gate, GateResult.reason).where(GateResult.verdict == "reject")):
+            reasons.setdefault(gate, Counter())[reason_kind(reason or "")] += 1
+        states = dict(s.exec(select(Item.state, func.count()).group_by(Item.state)).all())
+        p1, p2 = s.exec(select(func.coalesce(func.max(Item.phase1_attempts), 0),
+                               func.coalesce(func.max(Item.phase2_attempts), 0))).one()
+    for gate, counter in reasons.items():
+        gates[gate]["reasons"] = dict(counter.most_common(top))
+    return {
+        "gates": gates,
+        "items": {st.value: int(states.get(st.value, 0)) for st in State},
+        "max_attempts": {"phase1": int(p1), "phase2": int(p2)},
+    }
+
+
+def per_accepted(settings: Settings) -> dict[str, float | None]:
+    """Generation attempts and spend per accepted question (None while nothing is accepted)."""
+    engine = open_store(settings)
+    with transaction(engine) as s:
+        p1, p2 = s.exec(select(func.coalesce(func.sum(Item.phase1_attempts), 0),
+                               func.coalesce(func.sum(Item.phase2_attempts), 0))).one()
+        accepted = s.exec(select(func.count()).select_from(Item).where(
+            Item.state.in_([State.ACCEPTED.value, State.SELECTED.value, State.TOO_EASY.value]))).one()  # type: ignore[attr-defined]
+    spent = spent_usd(engine)
+    if not accepted:
+        return {"accepted": 0, "phase1_attempts": None, "phase2_attempts": None, "usd": None}
+    return {"accepted": int(accepted), "phase1_attempts": int(p1) / accepted, "phase2_attempts": int(p2) / accepted,
+            "usd": spent / accepted}
+
+
+def _table(data: dict[str, Any], extra: dict[str, float | None]) -> Table:
+    table = Table(title="Gate funnel (cheapest gate first)")
+    for name, justify in (("gate", "left"), ("seen", "right"), ("passed", "right"), ("rejected", "right"),
+                          ("rejected %", "right"), ("top reasons", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for gate, g in data["gates"].items():
+        rate = f"{100 * g['rejected'] / g['seen']:.1f}" if g["seen"] else "–"
+        reasons = "\n".join(f"{n} × {kind}" for kind, n in g["reasons"].items())
+        table.add_row(gate, str(g["seen"]), str(g["passed"]), str(g["rejected"]), rate, reasons)
+    table.add_section()
+    items = ", ".join(f"{st}: {n}" for st, n in data["items"].items() if n)
+    table.add_row("items", "", "", "", "", items or "none")
+    table.add_row("max attempts", "", "", "", "",
+                  f"Phase I {data['max_attempts']['phase1']}, Phase II {data['max_attempts']['phase2']}")
+    if extra["accepted"]:
+        table.add_row("per accepted", "", "", "", "",
+                      f"{extra['phase1_attempts']:.2f} Phase I + {extra['phase2_attempts']:.2f} Phase II attempts, "
+                      f"{extra['usd']:.4f} USD ({extra['accepted']} accepted)")
+    return table
+
+
+@click.command("funnel")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"gates": {GATE: {"seen", "passed", "rejected", "reasons"}}, "items": {STATE: n}, '
+                   '"max_attempts": {"phase1", "phase2"}} as JSON.')
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
+              help="How many of the most frequent rejection reasons to list per gate.")
+@click.pass_context
+def funnel_command(ctx: click.Context, as_json: bool, top: int) -> None:
+    """Per gate (C1, C2.1, C2.2, C3, D2, D3, D4): attempts seen, passed and rejected, the top reasons for
+    rejecting; items per state; the most attempts any seed used per phase; attempts and cost per
+    accepted question. An unreadable generator reply counts against its phase's structural gate
+    (C1, D2)."""
+    settings = settings_of(ctx)
+    data = funnel(settings, top)
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    console.print(_table(data, per_accepted(settings)))
+
+
+COMMANDS = [funnel_command]

@@ -1,0 +1,204 @@
+"""Commands about the model layer: `models check` (is every role usable?) and `cost estimate`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from playlisteval.cli_support import console, settings_of
+from playlisteval.config import Settings
+from playlisteval.errors import ConfigError, PlaylistEvalError
+
+
+@dataclass(frozen=True)
+class _Needs:
+    sdk: str | None  # importable module the provider needs
+    keys: tuple[str, ...]  # environment variables that may hold its key (any one)
+    key_optional: bool = False
+
+
+_NEEDS = {
+    "sim": _Needs(None, (), True),
+    "gemini": _Needs("google.genai", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "openai": _Needs("openai", ("OPENAI_API_KEY",)),
+    "qwen": _Needs("openai", ("DASHSCOPE_API_KEY",)),
+    "vllm": _Needs("openai", ("VLLM_API_KEY",), True),
+    "hf": _Needs("transformers", (), True),
+}
+
+
+def _sdk_ok(module: str | None) -> bool:
+    if module is None:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _key_state(needs: _Needs) -> tuple[bool, str]:
+    """Whether a key is present, and which variable holds it (never its value)."""
+    for name in needs.keys:
+        if os.environ.get(name):
+            return True, f"{name} set"
+    if needs.key_optional:
+        return True, "not needed" if not needs.keys else f"{needs.keys[0]} not set (optional)"
+    return False, f"{' or '.join(needs.keys)} missing"
+
+
+def _endpoint(settings: Settings, provider: str) -> str:
+    p = settings.providers
+    return {"gemini": p.gemini_base_url or "generativelanguage.googleapis.com", "openai": p.openai_base_url
+            or "api.openai.com", "qwen": p.qwen_base_url, "vllm": p.vllm_base_url, "hf": "local", "sim": "offline"
+            }.get(provider, "")
+
+
+def _probe(settings: Settings, provider: str, model: str) -> tuple[bool, str]:
+    """Reach the provider's endpoint (the provider's own ``check``); never raises."""
+    from playlisteval.models.registry import Registry
+
+    if provider == "sim":
+        return True, "simulated world (no endpoint)"
+    try:
+        instance = Registry(settings).get(provider)
+        check = getattr(instance, "check", None)
+        if check is None:
+            return True, "no check for this provider"
+        return True, str(check(model))
+    except PlaylistEvalError as exc:
+        return False, str(exc)[:200]
+    except Exception as exc:  # an SDK error we did not map: report it, do not crash the check
+        return False, f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+@click.group("models")
+def models_group() -> None:
+    """Inspect the models each role uses."""
+
+
+@models_group.command("check")
+@click.option("--network/--no-network", default=True,
+              help="Also reach each endpoint with its key (default). --no-network checks SDKs and keys only.")
+@click.option("--role", "roles", multiple=True, help="Check only this role (repeatable), e.g. --role B --role C3.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per role instead of a table.")
+@click.pass_context
+def check(ctx: click.Context, network: bool, roles: tuple[str, ...], as_json: bool) -> None:
+    """For each role: its "provider/model", whether the provider's SDK is installed, whether its API key
+    is in the environment, and (unless --no-network) whether its endpoint answers with that key.
+
+    Keys are only ever named, never shown. Exits with status 1 when any checked role is not usable.
+    """
+    settings = settings_of(ctx)
+    unknown = set(roles) - set(settings.models)
+    if unknown:
+        raise ConfigError(f"no such role(s) in [models]: {', '.join(sorted(unknown))}")
+    chosen = {r: s for r, s in settings.models.items() if not roles or r in roles}
+    rows = []
+    with console.status("checking models…") as status:
+        probes: dict[str, tuple[bool, str]] = {}
+        for role, spec in sorted(chosen.items()):
+            rows.append(_check_role(settings, role, spec, network, probes, status.update))
+    failures = [r for r in rows if not r["usable"]]
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+    else:
+        table = Table(title="Models per role")
+        for column in ("role", "model", "SDK", "key", "endpoint"):
+            table.add_column(column, overflow="fold")
+        for r in rows:
+            # cells are plain text: "[api]" in an install hint is not markup
+            table.add_row(*(escape(str(r[k])) for k in ("role", "model", "sdk", "key", "endpoint")),
+                          style=None if r["usable"] else "red")
+        console.print(table)
+        for r in failures:  # in full, unwrapped: these lines are what the user acts on
+            console.print(f"{r['role']} ({r['model']}): {r['problem']}", soft_wrap=True, highlight=False,
+                          markup=False)
+        if failures:
+            console.print(f"[red]{len(failures)} role(s) not usable[/]")
+        else:
+            console.print("every role is usable" + ("" if network else " (endpoints not tried: --no-network)"))
+    if failures:
+        sys.exit(1)
+
+
+def _check_role(settings: Settings, role: str, spec: str, network: bool, probes: dict[str, tuple[bool, str]],
+                say: Callable[[str], None]) -> dict[str, Any]:
+    from playlisteval.models.registry import extra_for, split_spec
+
+    provider, model = split_spec(spec)
+    needs = _NEEDS.get(provider, _Needs(None, ()))
+    sdk_ok = _sdk_ok(needs.sdk)
+    sdk = ("built in" if needs.sdk is None else needs.sdk) if sdk_ok else (
+        f"{needs.sdk} missing (pip install 'playlisteval[{extra_for(provider)}]')")
+    key_ok, key = _key_state(needs)
+    reach_ok, endpoint = True, _endpoint(settings, provider)
+    if network and sdk_ok and key_ok:
+        if spec not in probes:
+            say(f"reaching {provider} for {model}…")
+            probes[spec] = _probe(settings, provider, model)
+        reach_ok, endpoint = probes[spec]
+    elif network:
+        endpoint = "not tried"
+    problem = sdk if not sdk_ok else key if not key_ok else endpoint if not reach_ok else ""
+    return {"role": role, "model": spec, "provider": provider, "sdk": sdk, "sdk_ok": sdk_ok, "key": key,
+            "key_ok": key_ok, "endpoint": endpoint, "reachable": reach_ok if network else None,
+            "usable": sdk_ok and key_ok and reach_ok, "problem": problem}
+
+
+@click.group("cost")
+def cost_group() -> None:
+    """Money: what a build is expected to cost."""
+
+
+@cost_group.command("estimate")
+@click.option("--seeds", type=int, default=None,
+              help="Seeds to build. Default: the seeds in the store (index first, or pass a number).")
+@click.option("--segment-minutes", type=float, default=None,
+              help="Mean segment length. Default: measured from the store's seeds, else the [index] range's middle.")
+@click.option("--from-ledger/--no-from-ledger", default=True,
+              help="Use mean tokens of calls already in the ledger where a role has some (default).")
+@click.pass_context
+def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | None, from_ledger: bool) -> None:
+    """Project the cost of a build from the price table and the expected tokens of each role.
+
+    Offline and free: no model is called. Calls per seed include the expected repeated attempts
+    ([estimate] attempts_phase1/2) and second opinions; local models are charged per GPU-hour.
+    """
+    from playlisteval.models.estimate import project_cost, store_facts
+    from playlisteval.store import open_store
+
+    settings = settings_of(ctx)
+    engine = open_store(settings)
+    stored_seeds, stored_segment_s = store_facts(engine)
+    count = seeds if seeds is not None else stored_seeds
+    if count <= 0:
+        raise ConfigError("no seeds in the store yet: run `playlisteval index`, or pass --seeds N")
+    segment_s = segment_minutes * 60 if segment_minutes is not None else stored_segment_s
+    projection = project_cost(settings, count, segment_s, engine if from_ledger else None)
+    table = Table(title=f"Projected build cost: {count} seed(s), segments of {projection.segment_s / 60:.1f} min")
+    for column in ("role", "model", "calls/seed", "in tok", "out tok", "think tok", "USD/call", "USD total"):
+        table.add_column(column, justify="left" if column in ("role", "model") else "right")
+    for r in projection.roles:
+        unpriced = not any(getattr(settings.price_for(r.spec), f) for f in ("input", "output", "thinking", "gpu_hour"))
+        usd = "no price" if unpriced else f"{r.usd_per_call:.4f}"
+        table.add_row(r.role + (" *" if r.measured else ""), escape(r.spec), f"{r.calls_per_seed:.2f}",
+                      f"{r.usage.input_tokens:,}", f"{r.usage.output_tokens:,}", f"{r.usage.thinking_tokens:,}",
+                      usd, f"{r.usd_per_seed * count:.2f}")
+    console.print(table)
+    if any(r.measured for r in projection.roles):
+        console.print("* tokens measured from the ledger's calls of that role and model")
+    console.print(f"per seed: [bold]{projection.usd_per_seed:.4f} USD[/]   "
+                  f"total: [bold]{projection.total_usd:.2f} USD[/]")
+
+
+COMMANDS = [models_group, cost_group]

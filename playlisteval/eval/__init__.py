@@ -1,0 +1,1 @@
+"""Judge and retriever evaluation (SPEC G, R): evidence, judge runs, verdicts, retriever runs, scorers."""

@@ -1,0 +1,185 @@
+"""What a judge is shown (SPEC G1, G3): frames, the chunks they come from, and the transcript block.
+
+- retrieved: the corpus's chunks ranked by the retriever's similarity to the question; the top
+  ``frames / frames_per_chunk`` (64) chunks, ``frames_per_chunk`` (2) frames each, evenly inside the chunk;
+- uniform: ``frames`` (128) frames evenly spaced over the whole corpus laid end to end, blind to the
+  question;
+- oracle: uniform over the two gold segments only.
+Frames are always shown chronologically within a video and in playlist order across videos. The
+transcript block has one line per served chunk in that order, ``[Video i @ m:s] text``, where i numbers
+the source videos by first appearance and m:s is where the chunk starts in its video.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy.engine import Engine
+
+from playlisteval.config import Settings
+from playlisteval.errors import ConfigError
+from playlisteval.eval.corpus import Corpora, CorpusChunk, CorpusVideo, Question
+from playlisteval.index.embedders import Embedder, get_embedder
+from playlisteval.index.search import corpus_index
+from playlisteval.index.vectors import VectorIndex, exact_search
+
+MODES = ("retrieved", "uniform", "oracle")
+
+
+@dataclass(frozen=True)
+class Frame:
+    video_id: int
+    path: str  # the source video
+    codec: str | None
+    t: float  # seconds in the video
+    chunk_id: int
+
+
+@dataclass
+class Evidence:
+    mode: str
+    scope: str
+    frames: list[Frame]
+    chunks: list[CorpusChunk]  # the served chunks, in frame order
+    corpus_videos: int
+    corpus_seconds: float
+    retriever: str | None = None
+    scores: dict[int, float] = field(default_factory=dict)  # chunk id → similarity (retrieved)
+
+    def video_numbers(self) -> dict[int, int]:
+        """Source video id → 1-based number by first appearance in frame order."""
+        numbers: dict[int, int] = {}
+        for chunk in self.chunks:
+            numbers.setdefault(chunk.video_id, len(numbers) + 1)
+        return numbers
+
+    def transcript_block(self) -> str:
+        numbers = self.video_numbers()
+        return "\n".join(
+            f"[Video {numbers[c.video_id]} @ {mmss(c.start)}] {' '.join(c.transcript.split())}"
+            for c in self.chunks if c.transcript.strip()
+        )
+
+    def record(self) -> dict[str, Any]:
+        """What is stored with every judgment: enough to show the judge's input again exactly."""
+        return {
+            "mode": self.mode, "scope": self.scope, "retriever": self.retriever,
+            "corpus_videos": self.corpus_videos, "corpus_seconds": round(self.corpus_seconds, 3),
+            "chunks": [c.chunk_id for c in self.chunks],
+            "frames": [[f.video_id, round(f.t, 3)] for f in self.frames],
+            "scores": {str(k): round(v, 6) for k, v in self.scores.items()},
+        }
+
+
+def mmss(seconds: float) -> str:
+    """m:s with unbounded minutes (a 75-minute mark is 75:00), as SPEC G3 writes it."""
+    s = max(0, int(seconds))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def _in_order(videos: list[CorpusVideo], frames: list[Frame]) -> list[Frame]:
+    order = {v.video_id: v.order for v in videos}
+    return sorted(frames, key=lambda f: (order[f.video_id], f.t))
+
+
+def _served(frames: list[Frame], by_id: dict[int, CorpusChunk]) -> list[CorpusChunk]:
+    seen: dict[int, CorpusChunk] = {}
+    for f in frames:
+        seen.setdefault(f.chunk_id, by_id[f.chunk_id])
+    return list(seen.values())
+
+
+def uniform(videos: list[CorpusVideo], n_frames: int, mode: str = "uniform", scope: str = "domain") -> Evidence:
+    """``n_frames`` frames at the centres of equal slices of the corpus laid end to end."""
+    total = sum(v.seconds for v in videos)
+    frames: list[Frame] = []
+    by_id = {c.chunk_id: c for v in videos for c in v.chunks}
+    if total > 0 and n_frames > 0:
+        offsets = [0.0]
+        for v in videos:
+            offsets.append(offsets[-1] + v.seconds)
+        for i in range(n_frames):
+            pos = (i + 0.5) * total / n_frames
+            k = min(bisect.bisect_right(offsets, pos) - 1, len(videos) - 1)
+            video = videos[k]
+            t = video.start + (pos - offsets[k])
+            starts = [c.start for c in video.chunks]
+            chunk = video.chunks[max(0, bisect.bisect_right(starts, t) - 1)]
+            frames.append(Frame(video.video_id, video.path, video.codec, t, chunk.chunk_id))
+    frames = _in_order(videos, frames)
+    return Evidence(mode, scope, frames, _served(frames, by_id), len(videos), total)
+
+
+def chunk_frames(video: CorpusVideo, chunk: CorpusChunk, per_chunk: int) -> list[Frame]:
+    """``per_chunk`` frames at the centres of equal slices of one chunk."""
+    span = chunk.end - chunk.start
+    return [Frame(video.video_id, video.path, video.codec, chunk.start + (j + 0.5) * span / per_chunk,
+                  chunk.chunk_id) for j in range(per_chunk)]
+
+
+class Retriever:
+    """Ranks a corpus's chunks against a question with one embedder's stored chunk vectors."""
+
+    def __init__(self, engine: Engine, settings: Settings, name: str | None = None) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.embedder: Embedder = get_embedder(name or settings.eval.retriever or settings.index.embedder,
+                                               settings.index.embedding_dims, settings.index)
+        self._lock = threading.Lock()
+
+    def _index(self, domain: str) -> tuple[dict[int, int], VectorIndex]:
+        with self._lock:  # corpus_index builds (and caches) a domain's index once
+            chunk_ids, index = corpus_index(self.engine, self.embedder, domain, self.settings.index.exact_search_max)
+        if not chunk_ids:
+            raise ConfigError(f"no chunk vectors of embedder {self.embedder.name!r} in domain {domain!r}: "
+                              "run `playlisteval index` with that embedder (or choose another retriever)")
+        return {cid: row for row, cid in enumerate(chunk_ids)}, index
+
+    def top_chunks(self, question: Question, videos: list[CorpusVideo], k: int,
+                   whole_domain: bool) -> list[tuple[int, float]]:
+        """(chunk id, similarity) of the ``k`` best chunks of ``videos``, best first."""
+        rows_of, index = self._index(question.domain)
+        with self._lock:  # one query at a time through a model that may not be thread-safe
+            query = self.embedder.embed_texts([question.text])[0]
+        if whole_domain:  # the domain's own index (exact, or HNSW when large: SPEC A8)
+            rows, scores = index.search(query, k)
+            ids = {row: cid for cid, row in rows_of.items()}
+            return [(ids[int(r)], float(s)) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+        wanted = [c.chunk_id for v in videos for c in v.chunks if c.chunk_id in rows_of]
+        if not wanted:
+            return []
+        sub = index.matrix[np.array([rows_of[c] for c in wanted])]
+        rows, scores = exact_search(sub, query, k)
+        return [(wanted[int(r)], float(s)) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+
+
+def retrieved(retriever: Retriever, question: Question, videos: list[CorpusVideo], n_frames: int,
+              per_chunk: int, scope: str) -> Evidence:
+    n_chunks = max(1, n_frames // max(1, per_chunk))
+    top = retriever.top_chunks(question, videos, n_chunks, whole_domain=scope == "domain")
+    where = {c.chunk_id: (v, c) for v in videos for c in v.chunks}
+    frames = [f for cid, _ in top if cid in where for f in chunk_frames(*where[cid], per_chunk)]
+    frames = _in_order(videos, frames)
+    by_id = {cid: c for cid, (_, c) in where.items()}
+    return Evidence("retrieved", scope, frames, _served(frames, by_id), len(videos),
+                    sum(v.seconds for v in videos), retriever.embedder.name,
+                    {cid: score for cid, score in top})
+
+
+def select_evidence(corpora: Corpora, retriever: Retriever | None, question: Question, mode: str,
+                    scope: str, n_frames: int, per_chunk: int) -> Evidence:
+    """The evidence of ``mode`` from ``scope`` for one question (oracle mode means the oracle scope)."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown evidence {mode!r}; known: {', '.join(MODES)}")
+    if mode == "oracle":
+        scope = "oracle"
+    videos = corpora.scope(question, scope)
+    if mode == "retrieved":
+        if retriever is None:
+            raise ConfigError("retrieved evidence needs a retriever")
+        return retrieved(retriever, question, videos, n_frames, per_chunk, scope)
+    return uniform(videos, n_frames, mode, scope)

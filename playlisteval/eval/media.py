@@ -1,0 +1,136 @@
+"""Evidence as request parts: frame images (JPEG files at the judge's frame size) and chunk audio.
+
+Frames are written once per video, size and timestamp under ``<media>/frames`` and reused by every
+run. Audio (SPEC G3) is either one track — the served chunks' audio in frame order, each followed by
+a pause, at a playback speed — for APIs that take one audio input, or one part per chunk ("turns").
+ffmpeg cuts, resamples (16 kHz mono), speeds up (atempo) and joins; the pause is not sped up. A video
+without an audio stream contributes silence of its chunk's length. Tracks are cached by content key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import threading
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+
+from playlisteval.config import Settings
+from playlisteval.errors import ConfigError, MediaError
+from playlisteval.eval.evidence import Evidence
+from playlisteval.media.frames import save_frames
+from playlisteval.media.probe import probe
+from playlisteval.models.request import AudioPart, ImagePart
+
+SAMPLE_RATE = 16000
+_dir_locks: dict[Path, threading.Lock] = defaultdict(threading.Lock)
+_dir_locks_guard = threading.Lock()
+
+
+def _lock_for(folder: Path) -> threading.Lock:
+    """One writer per frame folder: two questions may want the same video's frames at once."""
+    with _dir_locks_guard:
+        return _dir_locks[folder]
+
+
+def image_parts(settings: Settings, evidence: Evidence, size: tuple[int, int]) -> list[ImagePart]:
+    """One image part per frame, in evidence order; without files when frames are not materialised."""
+    if not settings.eval.materialize_frames:
+        # a reference that names the frame; only the sim (which reads worlds) can use it
+        return [ImagePart(path=f"{f.path}@{f.t:.3f}", timestamp=f.t, source=f.path) for f in evidence.frames]
+    by_video: dict[int, list[int]] = defaultdict(list)
+    for i, frame in enumerate(evidence.frames):
+        by_video[frame.video_id].append(i)
+    paths: list[Path | None] = [None] * len(evidence.frames)
+    for video_id, indices in by_video.items():
+        first = evidence.frames[indices[0]]
+        out_dir = settings.media_dir / "frames" / f"video-{video_id}" / f"{size[0]}x{size[1]}"
+        with _lock_for(out_dir):
+            written = save_frames(first.path, [evidence.frames[i].t for i in indices], out_dir, first.codec, size)
+        for i, path in zip(indices, written, strict=True):
+            paths[i] = path
+    return [ImagePart(path=str(p), timestamp=f.t, source=f.path) for p, f in zip(paths, evidence.frames, strict=True)]
+
+
+@lru_cache(maxsize=4096)
+def _has_audio(path: str) -> bool:
+    try:
+        return probe(path).has_audio
+    except MediaError:
+        return False
+
+
+def _track_key(pieces: list[tuple[str, float, float]], speed: float, pause_s: float, bitrate: str) -> str:
+    body = repr((pieces, round(speed, 4), round(pause_s, 4), bitrate)).encode()
+    return hashlib.sha256(body).hexdigest()[:24]
+
+
+def merge_audio(pieces: list[tuple[str, float, float]], out: Path, *, speed: float = 1.0, pause_s: float = 0.6,
+                bitrate: str = "32k") -> Path:
+    """One AAC track: each (video, start, end) piece's audio at ``speed``, a pause after all but the last."""
+    if not pieces:
+        raise MediaError(out, "no audio to merge")
+    with _lock_for(out):  # two questions may serve the same chunks at once
+        if not out.is_file():
+            _merge(pieces, out, speed, pause_s, bitrate)
+    return out
+
+
+def _merge(pieces: list[tuple[str, float, float]], out: Path, speed: float, pause_s: float, bitrate: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-y"]
+    filters, labels = [], []
+    for i, (path, start, end) in enumerate(pieces):
+        length = max(0.01, end - start)
+        if _has_audio(path):
+            cmd += ["-ss", f"{start:.3f}", "-t", f"{length:.3f}", "-i", path]
+        else:  # silence as long as the piece would have played
+            cmd += ["-f", "lavfi", "-t", f"{length:.3f}", "-i", f"anullsrc=r={SAMPLE_RATE}:cl=mono"]
+        chain = f"[{i}:a]aresample={SAMPLE_RATE},aformat=sample_fmts=fltp:channel_layouts=mono"
+        if abs(speed - 1.0) > 1e-9:
+            chain += f",atempo={speed:g}"
+        if i < len(pieces) - 1 and pause_s > 0:
+            chain += f",apad=pad_dur={pause_s:g}"
+        filters.append(f"{chain}[a{i}]")
+        labels.append(f"[a{i}]")
+    graph = ";".join(filters) + ";" + "".join(labels) + f"concat=n={len(pieces)}:v=0:a=1[out]"
+    tmp = out.with_name(out.stem + ".part" + out.suffix)
+    cmd += ["-filter_complex", graph, "-map", "[out]", "-c:a", "aac", "-b:a", bitrate, "-ar", str(SAMPLE_RATE),
+            "-ac", "1", "-f", "mp4", str(tmp)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except FileNotFoundError:
+        raise MediaError(out, "ffmpeg is not installed") from None
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        detail = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
+        raise MediaError(out, f"audio merge failed: {detail}")
+    tmp.replace(out)
+
+
+def played_seconds(pieces: list[tuple[str, float, float]], speed: float, pause_s: float) -> float:
+    """How long a merged track plays: the pieces at ``speed`` plus the pauses between them."""
+    return sum((e - s) / speed for _, s, e in pieces) + pause_s * max(0, len(pieces) - 1)
+
+
+def audio_parts(settings: Settings, evidence: Evidence, *, mode: str, speed: float, pause_s: float) -> list[AudioPart]:
+    """The served chunks' audio: one merged part ("track") or one part per chunk ("turns")."""
+    paths = {f.chunk_id: f.path for f in evidence.frames}
+    pieces_of = [(paths[c.chunk_id], c.start, c.end) for c in evidence.chunks if c.chunk_id in paths]
+    folder = settings.media_dir / "eval_audio"
+    bitrate = settings.eval.audio_bitrate
+    if mode == "track":
+        if not pieces_of:
+            return []
+        out = folder / f"{_track_key(pieces_of, speed, pause_s, bitrate)}.m4a"
+        merge_audio(pieces_of, out, speed=speed, pause_s=pause_s, bitrate=bitrate)
+        return [AudioPart(path=str(out), start=0.0, end=played_seconds(pieces_of, speed, pause_s))]
+    if mode != "turns":
+        raise ConfigError(f"unknown audio mode {mode!r}: track or turns")
+    parts = []
+    for piece in pieces_of:
+        out = folder / f"{_track_key([piece], speed, 0.0, bitrate)}.m4a"
+        merge_audio([piece], out, speed=speed, pause_s=0.0, bitrate=bitrate)
+        parts.append(AudioPart(path=str(out), start=0.0, end=played_seconds([piece], speed, 0.0)))
+    return parts

@@ -1,0 +1,34 @@
+"""The judge's verdict (SPEC G4): ``[[A]]`` or ``[[B]]``, the last one in the reply wins.
+
+Only those two exact tokens count — ``[[a]]``, ``[[ A ]]``, ``[A]``, ``Model A`` do not — so a reply is
+read the same way for every judge. A reply without one, or a refusal, is *no verdict*: it scores 0.5
+and is counted on its own (``outcome``), as is a call that failed for good.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playlisteval.eval.metrics import pair_score
+
+VERDICT_RE = re.compile(r"\[\[([AB])\]\]")
+
+VERDICT, NO_VERDICT, REFUSAL, ERROR = "verdict", "no_verdict", "refusal", "error"
+OUTCOMES = (VERDICT, NO_VERDICT, REFUSAL, ERROR)
+
+
+def parse_verdict(text: str | None) -> str | None:
+    """"A", "B", or None when the reply holds neither token."""
+    found = VERDICT_RE.findall(text or "")
+    return found[-1] if found else None
+
+
+def outcome_of(verdict: str | None, finish_reason: str = "stop") -> str:
+    if verdict is not None:
+        return VERDICT
+    return REFUSAL if finish_reason in ("refusal", "content_filter", "safety") else NO_VERDICT
+
+
+def score(verdict: str | None, a_is_better: bool) -> float:
+    """1 for the intended answer, 0 for the other, 0.5 for no verdict."""
+    return pair_score(verdict, a_is_better)

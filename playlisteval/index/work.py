@@ -1,0 +1,243 @@
+"""Indexing one video: the unit of work of the "index" actor (SPEC A2, A4, A5).
+
+probe → exact chunks → transcripts (captions, embedded subtitles, else ASR) → sampled frames → OCR
+→ chunk vectors → one short transaction that stores chunks, vectors, the outcome and status
+"indexed". A video is claimed with a lease first, so a duplicate or late message does nothing, and a
+video whose worker died is claimable again once the lease runs out. Decoding, OCR and embedding run
+outside any transaction.
+
+A video already indexed whose vectors for the embedder are missing or stale (another embedder, a
+changed recipe) goes through the same path from its stored chunks: only the vectors are computed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import structlog
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, col, delete, select
+
+from playlisteval.config import Settings
+from playlisteval.errors import ConfigError, MediaError
+from playlisteval.index.chunking import chunk_spans
+from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
+from playlisteval.index.ocr import FrameTextReader, get_ocr
+from playlisteval.index.transcripts import transcripts_for
+from playlisteval.index.vectors import content_hash, encode
+from playlisteval.media.frames import FrameReader, sample_times
+from playlisteval.media.probe import probe
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import Chunk, ChunkVector, Video
+
+log = structlog.get_logger(__name__)
+_TEXT_WINDOW = 64  # chunks embedded per call when no frames are needed
+
+
+@dataclass
+class Outcome:
+    """What indexing one video did; stored as JSON in ``video.index_report`` for the coordinator."""
+
+    run: str
+    status: str  # indexed / skipped / failed (a setting to fix; the video stays "new")
+    reason: str = ""
+    chunks: int = 0
+    transcript_source: str = ""
+    embedded: int = 0  # vectors computed
+    reused: int = 0  # vectors kept (same content, same recipe)
+    ocr_read: int = 0  # frames OCR'd
+    ocr_reused: int = 0  # frames that matched the last one read
+    frames: int = 0  # frames decoded
+    decoder: str = ""  # decord / pyav
+    full: bool = True  # False: only vectors were (re)computed for an indexed video
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def read_outcome(raw: str) -> Outcome | None:
+    try:
+        return Outcome(**json.loads(raw)) if raw else None
+    except (ValueError, TypeError):
+        return None
+
+
+def claim(engine: Engine, video_id: int, worker: str, lease_s: float) -> bool:
+    """Lease the video for ``worker`` unless another live worker holds it (compare-and-set)."""
+    now = time.time()
+    with transaction(engine) as session:
+        result = session.execute(
+            update(Video)
+            .where(col(Video.id) == video_id, col(Video.status).in_(("new", "indexed")),
+                   col(Video.lease_expires) < now)
+            .values(lease_owner=worker, lease_expires=now + lease_s)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def release(engine: Engine, video_id: int, worker: str, outcome: Outcome | None = None) -> None:
+    values: dict[str, object] = {"lease_owner": "", "lease_expires": 0.0}
+    if outcome is not None:
+        values["index_report"] = json.dumps(asdict(outcome))
+    with transaction(engine) as session:
+        session.execute(update(Video).where(col(Video.id) == video_id, col(Video.lease_owner) == worker)
+                        .values(**values))
+
+
+def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name: str, run: str,
+                worker: str) -> Outcome | None:
+    """Index (or re-embed) one video; None when it is leased elsewhere or was done in this run."""
+    with Session(engine) as session:
+        video = session.get(Video, video_id)
+    if video is None or video.status not in ("new", "indexed"):
+        return None
+    previous = read_outcome(video.index_report)
+    if video.status == "indexed" and previous is not None and previous.run == run:
+        return None  # a duplicate message of this run
+    if not claim(engine, video_id, worker, settings.index.lease_s):
+        return None
+    started = time.monotonic()
+    outcome = Outcome(run=run, status="indexed", full=video.status == "new")
+    try:
+        embedder = get_embedder(embedder_name, 0, settings.index)
+        _work(settings, engine, video, embedder, outcome, worker, started)
+    except MediaError as exc:  # unusable file: reported and skipped (SPEC A2)
+        outcome.status, outcome.reason = "skipped", exc.reason
+        outcome.seconds = round(time.monotonic() - started, 3)
+        _finish_skipped(engine, video_id, worker, outcome)
+    except ConfigError as exc:  # a setting to fix: every video would fail the same way
+        outcome.status, outcome.reason = "failed", str(exc)
+        release(engine, video_id, worker, outcome)
+    except OperationalError:
+        release(engine, video_id, worker)  # transient (a locked store…): the broker retries
+        raise
+    except Exception as exc:  # anything else would fail again on retry: report and skip (SPEC A2)
+        log.exception("index.video_failed", video=video_id)
+        outcome.status, outcome.reason = "skipped", f"indexing failed: {type(exc).__name__}: {exc}"[:500]
+        outcome.seconds = round(time.monotonic() - started, 3)
+        _finish_skipped(engine, video_id, worker, outcome)
+    log.info("index.video", video=video_id, status=outcome.status, chunks=outcome.chunks,
+             seconds=outcome.seconds, reason=outcome.reason[:120])
+    return outcome
+
+
+def _finish_skipped(engine: Engine, video_id: int, worker: str, outcome: Outcome) -> None:
+    with transaction(engine) as session:
+        row = session.get(Video, video_id)
+        if row is not None and row.status == "new":
+            row.status, row.reason = "skipped", outcome.reason
+            row.lease_owner, row.lease_expires = "", 0.0
+            row.index_report = json.dumps(asdict(outcome))
+            session.add(row)
+    release(engine, video_id, worker)
+
+
+def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, outcome: Outcome,
+          worker: str, started: float) -> None:
+    cfg = settings.index
+    assert video.id is not None
+    ocr = get_ocr(cfg)
+    with Session(engine) as session:
+        stored = list(session.exec(select(Chunk).where(Chunk.video_id == video.id).order_by(col(Chunk.idx))))
+        have = {c.idx: v.content_hash for c, v in session.exec(
+            select(Chunk, ChunkVector).join(ChunkVector, col(ChunkVector.chunk_id) == Chunk.id)
+            .where(Chunk.video_id == video.id, ChunkVector.embedder == embedder.name))}
+    info = probe(video.path)
+    if outcome.full:
+        spans = chunk_spans(info.duration, cfg.chunk_s, cfg.min_last_chunk_s)
+        texts, source, captions, warnings = transcripts_for(video, info, spans, cfg.asr)
+        outcome.warnings.extend(warnings)
+    else:
+        spans = [(c.start, c.end) for c in stored]
+        texts, source, captions = [c.transcript for c in stored], stored[0].transcript_source if stored else "", None
+    outcome.chunks, outcome.transcript_source = len(spans), source
+    with_frames = needs_frames(embedder) or (outcome.full and ocr is not None)
+    per_chunk = min(cfg.frames_per_chunk, cfg.vl_max_frames) if needs_frames(embedder) else cfg.frames_per_chunk
+    times = sample_times(spans, per_chunk)
+    side = max(cfg.ocr_max_side, 960 if needs_frames(embedder) else 0)
+    reader = FrameReader(video.path, info.codec, (side, side), (info.width, info.height)) if with_frames else None
+    texter = FrameTextReader(ocr, cfg.ocr_max_side, cfg.ocr_skip_share, cfg.ocr_skip_level) if ocr is not None and outcome.full else None
+    rec = recipe(embedder, cfg.ocr_weight)
+    ocr_texts = [c.ocr_text for c in stored] if not outcome.full else ["" for _ in spans]
+    hashes: list[str] = ["" for _ in spans]
+    vectors: dict[int, np.ndarray] = {}
+    window = max(1, cfg.vl_batch) if needs_frames(embedder) else _TEXT_WINDOW
+    try:
+        for first in range(0, len(spans), window):
+            idxs = list(range(first, min(first + window, len(spans))))
+            inputs: dict[int, ChunkInput] = {}
+            for i in idxs:
+                frames = reader.read(times[i]) if reader is not None else []
+                outcome.frames += len(frames)
+                if texter is not None:
+                    ocr_texts[i] = texter.chunk_text(frames)
+                lines = [line for line in ocr_texts[i].split("\n") if line.strip()]
+                hashes[i] = content_hash(_chunk_text(texts[i], ocr_texts[i]), rec)
+                if have.get(i) != hashes[i]:
+                    inputs[i] = ChunkInput(texts[i], lines, frames if needs_frames(embedder) else [])
+            if inputs:
+                rows = embed_chunks(embedder, list(inputs.values()), cfg.ocr_weight)
+                vectors.update(zip(inputs, rows, strict=True))
+    finally:
+        if reader is not None:
+            outcome.decoder = reader.backend
+            reader.close()
+    if texter is not None:
+        outcome.ocr_read, outcome.ocr_reused = texter.stats.read, texter.stats.reused
+    outcome.embedded = sum(1 for v in vectors.values() if np.any(v))
+    outcome.reused = len(spans) - len(vectors)
+    # nothing this index can read: no sound, no captions, no on-screen text, and an embedder that
+    # does not look at frames (SPEC A2: silent entries are reported and skipped)
+    if outcome.full and not info.has_audio and source == "none" and not needs_frames(embedder) \
+            and not any(t.strip() for t in ocr_texts):
+        raise MediaError(video.path, "silent: no audio track, no captions and no on-screen text")
+    outcome.seconds = round(time.monotonic() - started, 3)
+    _commit(engine, video, embedder, spans, texts, source, ocr_texts, hashes, vectors, captions, info.duration,
+            outcome, worker)
+
+
+def _chunk_text(transcript: str, ocr_text: str) -> str:
+    return "\n".join(part for part in (transcript.strip(), ocr_text.strip()) if part)
+
+
+def _commit(engine: Engine, video: Video, embedder: Embedder, spans: list[tuple[float, float]], texts: list[str],
+            source: str, ocr_texts: list[str], hashes: list[str], vectors: dict[int, np.ndarray],
+            captions: str | None, duration: float, outcome: Outcome, worker: str) -> None:
+    """Chunks (upserted by index; rows past a now shorter end deleted), vectors, status: one transaction."""
+    with transaction(engine) as session:
+        existing = {c.idx: c for c in session.exec(select(Chunk).where(Chunk.video_id == video.id)).all()}
+        chunks: list[Chunk] = []
+        for idx, (start, end) in enumerate(spans):
+            chunk = existing.pop(idx, None) or Chunk(video_id=video.id or 0, idx=idx, start=start, end=end)
+            chunk.start, chunk.end = start, end
+            chunk.transcript, chunk.transcript_source, chunk.ocr_text = texts[idx], source, ocr_texts[idx]
+            session.add(chunk)
+            chunks.append(chunk)
+        stale = [c.id for c in existing.values()]
+        if stale:
+            session.exec(delete(ChunkVector).where(col(ChunkVector.chunk_id).in_(stale)))
+            session.exec(delete(Chunk).where(col(Chunk.id).in_(stale)))
+        session.flush()
+        if vectors:
+            ids = [chunks[i].id for i in vectors]
+            rows = {v.chunk_id: v for v in session.exec(select(ChunkVector).where(
+                ChunkVector.embedder == embedder.name, col(ChunkVector.chunk_id).in_(ids)))}
+            for i, vector in vectors.items():
+                chunk_id = chunks[i].id or 0
+                vec = rows.get(chunk_id) or ChunkVector(chunk_id=chunk_id, embedder=embedder.name, dim=embedder.dim,
+                                                        content_hash="", vector=b"")
+                vec.dim, vec.content_hash, vec.vector = embedder.dim, hashes[i], encode(vector)
+                session.add(vec)
+        row = session.get(Video, video.id)
+        if row is not None:
+            if row.status == "new":
+                row.status, row.reason, row.duration = "indexed", None, duration
+                row.captions_path = captions
+            if row.lease_owner == worker:
+                row.lease_owner, row.lease_expires = "", 0.0
+            row.index_report = json.dumps(asdict(outcome))
+            session.add(row)

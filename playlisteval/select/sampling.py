@@ -1,0 +1,186 @@
+"""SPEC F3: the benchmark, drawn in two seeded levels per domain, and the items' moves that follow.
+
+1. Accepted questions are sampled per domain to a common count (``questions_per_domain``; 0 = the
+   smallest domain's count). Their ten pairs are made (F1) and go through the difficulty gate (F2).
+2. ``pairs_per_domain`` kept pairs are drawn per domain from those questions' kept pairs.
+Every draw is seeded by the project seed and the domain's name, from ids in sorted order, so the same
+store gives the same benchmark. Each drawn pair gets its Model A side from the shared seed (G5).
+
+Then, through the state machine: a sampled question with a drawn pair is SELECTED; one the gate left
+without any kept pair is TOO_EASY; the rest stay accepted. Selecting under an existing benchmark name
+changes nothing (it only finishes moves an interrupted run left undone).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from playlisteval.config import Settings
+from playlisteval.errors import ConfigError
+from playlisteval.models.runner import Runner
+from playlisteval.select.difficulty import GateReport, pending_pairs, run_gate
+from playlisteval.select.pairs import finished_items, make_pairs, side_of
+from playlisteval.state import Event, Limits, State
+from playlisteval.store import items as item_store
+from playlisteval.store import open_store
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import Benchmark, BenchmarkPair, BenchmarkQuestion, Domain, Item, Pair
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class DomainDraw:
+    domain: str
+    accepted: int = 0
+    sampled: int = 0  # first level
+    kept_pairs: int = 0
+    pairs: int = 0  # second level
+    questions: int = 0  # sampled questions with a drawn pair
+
+
+@dataclass
+class Selection:
+    benchmark_id: int
+    name: str
+    created: bool
+    domains: dict[str, DomainDraw] = field(default_factory=dict)
+    gate: GateReport = field(default_factory=GateReport)
+    selected: int = 0  # items moved to selected now
+    too_easy: int = 0  # items moved to too_easy now
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def pairs(self) -> int:
+        return sum(d.pairs for d in self.domains.values())
+
+
+def _sample(rng_key: str, ids: list[int], n: int) -> list[int]:
+    ordered = sorted(ids)
+    return sorted(random.Random(rng_key).sample(ordered, min(n, len(ordered))))
+
+
+def select_benchmark(settings: Settings, name: str | None = None, *, runner: Runner | None = None,
+                     progress: Progress | None = None) -> Selection:
+    engine = open_store(settings)
+    name = name or settings.select.benchmark
+    with transaction(engine) as s:
+        existing = s.exec(select(Benchmark).where(Benchmark.name == name)).first()
+    if existing is not None:
+        out = Selection(int(existing.id or 0), name, created=False)
+        _describe(engine, out)
+        _move_items(settings, engine, out)
+        return out
+    cfg = settings.select
+    by_domain = finished_items(engine)
+    if not by_domain:
+        raise ConfigError("no accepted items to select from: run `playlisteval build` first")
+    with transaction(engine) as s:
+        names = {int(d.id or 0): d.name for d in s.exec(select(Domain)).all()}
+    count = cfg.questions_per_domain if cfg.questions_per_domain > 0 else min(len(v) for v in by_domain.values())
+    seed = settings.project.seed
+    draws: dict[int, DomainDraw] = {}
+    sampled: dict[int, list[int]] = {}
+    warnings = []
+    for domain_id, ids in sorted(by_domain.items()):
+        dname = names[domain_id]
+        sampled[domain_id] = _sample(f"{seed}:F3:questions:{dname}", ids, count)
+        draws[domain_id] = DomainDraw(dname, accepted=len(ids), sampled=len(sampled[domain_id]))
+        if len(ids) < count:
+            warnings.append(f"{dname}: only {len(ids)} accepted question(s), fewer than {count}")
+    every = [i for ids in sampled.values() for i in ids]
+    make_pairs(engine, every)
+    total = len(every) * 10
+    done = [total - sum(len(v) for v in pending_pairs(engine, every).values())]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        if progress:
+            progress("difficulty gate", done[0], total)
+
+    if progress:
+        progress("difficulty gate", done[0], total)
+    gate = run_gate(settings, engine, every, runner=runner, tick=tick)
+    drawn: dict[int, list[int]] = {}
+    with transaction(engine) as s:
+        kept_rows = s.exec(select(Pair.id, Pair.item_id).where(col(Pair.item_id).in_(every),
+                                                              col(Pair.kept).is_(True))).all()
+    kept_by_item: dict[int, list[int]] = {}
+    for pair_id, item_id in kept_rows:
+        kept_by_item.setdefault(int(item_id), []).append(int(pair_id or 0))
+    for domain_id, ids in sampled.items():
+        kept = [p for i in ids for p in kept_by_item.get(i, [])]
+        dname = names[domain_id]
+        drawn[domain_id] = _sample(f"{seed}:F3:pairs:{dname}", kept, cfg.pairs_per_domain)
+        draws[domain_id].kept_pairs = len(kept)
+        draws[domain_id].pairs = len(drawn[domain_id])
+        if len(kept) < cfg.pairs_per_domain:
+            warnings.append(f"{dname}: only {len(kept)} kept pair(s), fewer than {cfg.pairs_per_domain}")
+    pair_item = {p: i for i, ps in kept_by_item.items() for p in ps}
+    with transaction(engine) as s:
+        bench = Benchmark(name=name, seed=seed, settings={
+            "questions_per_domain": count, "pairs_per_domain": cfg.pairs_per_domain,
+            "difficulty_evidence": cfg.difficulty_evidence, "difficulty_scope": cfg.difficulty_scope,
+            "weak_judges": {role: settings.model_for(role) for role in ("F_first", "F_second")},
+        })
+        s.add(bench)
+        s.flush()
+        bid = int(bench.id or 0)
+        for domain_id, ids in sampled.items():
+            chosen = {pair_item[p] for p in drawn[domain_id]}
+            draws[domain_id].questions = len(chosen)
+            for item_id in ids:
+                s.add(BenchmarkQuestion(
+                    benchmark_id=bid, item_id=item_id, domain_id=domain_id,
+                    kept_pairs=len(kept_by_item.get(item_id, [])),
+                    drawn_pairs=sum(1 for p in drawn[domain_id] if pair_item[p] == item_id)))
+            for pair_id in drawn[domain_id]:
+                s.add(BenchmarkPair(benchmark_id=bid, pair_id=pair_id, a_is_better=side_of(seed, pair_id)))
+    out = Selection(bid, name, created=True, domains={d.domain: d for d in draws.values()}, gate=gate,
+                    warnings=warnings)
+    _move_items(settings, engine, out)
+    return out
+
+
+def _describe(engine: Engine, out: Selection) -> None:
+    """Fill an existing benchmark's per-domain counts from the store."""
+    with transaction(engine) as s:
+        rows = s.exec(select(BenchmarkQuestion, Domain.name)
+                      .join(Domain, col(Domain.id) == col(BenchmarkQuestion.domain_id))
+                      .where(BenchmarkQuestion.benchmark_id == out.benchmark_id)).all()
+    for q, dname in rows:
+        d = out.domains.setdefault(dname, DomainDraw(dname))
+        d.sampled += 1
+        d.kept_pairs += q.kept_pairs
+        d.pairs += q.drawn_pairs
+        d.questions += q.drawn_pairs > 0
+
+
+def _move_items(settings: Settings, engine: Engine, out: Selection) -> None:
+    """SELECTED for sampled questions with a drawn pair, TOO_EASY for those with no kept pair."""
+    with transaction(engine) as s:
+        rows = s.exec(select(BenchmarkQuestion.item_id, BenchmarkQuestion.kept_pairs, BenchmarkQuestion.drawn_pairs,
+                             Item.state)
+                      .join(Item, col(Item.id) == col(BenchmarkQuestion.item_id))
+                      .where(BenchmarkQuestion.benchmark_id == out.benchmark_id)).all()
+    limits = Limits(settings.build.attempts_per_phase, settings.build.phase2_per_question)
+    for item_id, kept, drawn_n, state in rows:
+        if state != State.ACCEPTED.value:
+            continue  # already moved (by this benchmark or an earlier one)
+        event = Event.SELECTED if drawn_n > 0 else Event.TOO_EASY if kept == 0 else None
+        if event is None:
+            continue
+        claim = item_store.claim(engine, int(item_id), State.ACCEPTED, "select", settings.broker.lease_s)
+        if claim is None:
+            continue
+        if item_store.commit(engine, claim, event, limits) is None:
+            continue
+        if event is Event.SELECTED:
+            out.selected += 1
+        else:
+            out.too_easy += 1

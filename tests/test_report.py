@@ -1,0 +1,115 @@
+"""`playlisteval report`: every section rendered, model text escaped, figures inert, output deterministic."""
+
+from __future__ import annotations
+
+import base64
+from html.parser import HTMLParser
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from playlisteval.cli import main
+from playlisteval.store import open_store
+from tests import analytics_fixtures
+from tests.helpers import project
+
+PLANTED = "<script>alert('gold')</script>"
+
+
+class Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.ids: list[str] = []
+        self.images: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        found = dict(attrs)
+        if tag == "section" and found.get("id"):
+            self.ids.append(str(found["id"]))
+        if tag == "img" and found.get("src"):
+            self.images.append(str(found["src"]))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def make(tmp_path: Path) -> Path:
+    settings = project(tmp_path)
+    analytics_fixtures.build(
+        open_store(settings),
+        gold_text=f"The gold answer {PLANTED} seen on screen (clip1 @ 0:30 - 1:10).",
+        question_text="Which <img src=x onerror=alert(1)> sign is shown?",
+        judge_names={"beta": "[bold red]beta[/] <b>judge</b>"},
+    )
+    return tmp_path
+
+
+def report(proj: Path, out: Path) -> str:
+    result = CliRunner().invoke(main, ["--project", str(proj), "report", str(out)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_report_escapes_model_text_and_has_every_section(tmp_path: Path) -> None:
+    proj = make(tmp_path / "p")
+    out = tmp_path / "out" / "report.html"
+    printed = report(proj, out)
+    page = out.read_text()
+    parser = Tags()
+    parser.feed(page)
+    assert "script" not in parser.tags  # the planted answer is text, not a tag
+    assert parser.tags.count("img") == len(parser.images)
+    assert all(src.startswith("data:image/svg+xml;base64,") for src in parser.images)
+    text = "".join(parser.text)
+    assert PLANTED in text  # shown to the reader as it was written
+    assert "&lt;script&gt;alert(&#39;gold&#39;)&lt;/script&gt;" in page
+    assert "Which <img src=x onerror=alert(1)> sign is shown?" in text
+    assert "[bold red]beta[/] <b>judge</b>" in text
+    # the gate funnel section comes with analytics/funnel.sql, which the build's side owns
+    assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "bias", "retrieval", "stats",
+                                                        "cost", "hardest"]
+    if "funnel" in parser.ids:
+        assert "C1" in text and "C3" in text
+    assert len(parser.images) == 4  # leaderboard, gap curve, scope curve, position bias
+    for src in parser.images:
+        svg = base64.b64decode(src.split(",", 1)[1]).decode()
+        assert "<script" not in svg
+    # the terminal leaderboard shows judge names as text, not as rich markup
+    assert "[bold red]beta[/]" in printed and "<b>judge</b>" in printed
+    assert "62.5" in printed and "wrote" in printed
+
+
+def test_report_numbers_match_the_views(tmp_path: Path) -> None:
+    proj = make(tmp_path / "p")
+    out = tmp_path / "r.html"
+    report(proj, out)
+    parser = Tags()
+    parser.feed(out.read_text())
+    text = " ".join(t.strip() for t in parser.text if t.strip())
+    assert "alpha 62.5 50.0 +12.5 4 1" in text  # leaderboard row: retrieved, uniform, Δ, pairs, no verdict
+    assert "Longer answer wins (%) 75.0" in text
+    assert "Education 2 3 6.10 2.03 2.17 0.60 1.75 2.60" in text  # Table 19 row
+
+
+def test_report_is_deterministic_and_works_on_an_empty_store(tmp_path: Path) -> None:
+    proj = make(tmp_path / "p")
+    first, second = tmp_path / "a.html", tmp_path / "b.html"
+    report(proj, first)
+    report(proj, second)
+    assert first.read_bytes() == second.read_bytes()
+    empty = tmp_path / "empty"
+    project(empty)
+    out = tmp_path / "e.html"
+    printed = report(empty, out)
+    assert "no benchmark yet" in out.read_text() and "no judge" in printed
+
+
+def test_leaderboard_command(tmp_path: Path) -> None:
+    proj = make(tmp_path / "p")
+    result = CliRunner().invoke(main, ["--project", str(proj), "leaderboard", "--benchmark", "bench-1"])
+    assert result.exit_code == 0 and "alpha" in result.output
+    missing = CliRunner().invoke(main, ["--project", str(proj), "leaderboard", "--benchmark", "nope"])
+    assert missing.exit_code == 1 and "no benchmark named 'nope'" in missing.output
