@@ -202,7 +202,8 @@ class EvalSettings(_Section):
     audio_mode: str = "track"  # [G3] one merged track, or "turns": one audio part per chunk
     audio_pause_s: float = 0.6  # [G3] silence between chunks in the merged track
     audio_speed: float = 1.0  # [G3] playback speed 1.0 / 1.5 / 2.0
-    audio_bitrate: str = "32k"  # the merged track is AAC at this bitrate, mono 16 kHz
+    audio_format: str = "mp3"  # mp3 / m4a / wav: the chunks' audio, mono 16 kHz
+    audio_bitrate: str = "32k"
     thinking: str = ""  # [G6] minimal / low / medium / high; "" = the provider's default
     media_resolution: str = ""  # [G6] low / medium / high (Gemini); "" = the provider's default
     materialize_frames: bool = True  # write frame JPEGs; false sends timestamps only (sim worlds, tests)

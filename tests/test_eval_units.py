@@ -203,13 +203,15 @@ def test_chunk_audio_merges_into_one_track_with_pauses_at_speed(tmp_path: Path) 
     loud = str(make_video(tmp_path / "loud.mp4", 12.0, audio="sine"))
     mute = str(make_video(tmp_path / "mute.mp4", 6.0, audio=None))
     pieces = [(loud, 0.0, 4.0), (mute, 1.0, 4.0), (loud, 6.0, 10.0)]  # 11 s of chunks, two pauses
-    for speed in (1.0, 2.0):
-        out = merge_audio(pieces, tmp_path / f"track-{speed}.m4a", speed=speed, pause_s=0.6)
+    for speed, suffix in ((1.0, "mp3"), (2.0, "wav")):
+        out = merge_audio(pieces, tmp_path / f"track-{speed}.{suffix}", speed=speed, pause_s=0.6)
         expected = played_seconds(pieces, speed, 0.6)
         assert expected == pytest.approx(11.0 / speed + 1.2)
         assert _duration(out) == pytest.approx(expected, abs=0.15)
-    again = merge_audio(pieces, tmp_path / "track-1.0.m4a", speed=1.0, pause_s=0.6)
-    assert again.stat().st_mtime_ns == (tmp_path / "track-1.0.m4a").stat().st_mtime_ns  # cached
+    before = (tmp_path / "track-1.0.mp3").stat().st_mtime_ns
+    assert merge_audio(pieces, tmp_path / "track-1.0.mp3", speed=1.0, pause_s=0.6).stat().st_mtime_ns == before
+    with pytest.raises(ConfigError, match="audio format"):
+        merge_audio(pieces, tmp_path / "track.xyz")
 
 
 def _duration(path: Path) -> float:

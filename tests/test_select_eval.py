@@ -219,8 +219,11 @@ def test_retrieved_evidence_is_the_top_chunks_in_playlist_order_with_real_frames
 def test_uniform_and_oracle_evidence_and_the_audio_stream(built: Settings, selected: dict[str, Any]) -> None:
     engine = open_store(built)
     [uni] = cli(built, "eval", "judge", "--judge", "sim/judge", "--evidence", "uniform", "--json")
-    [orc] = cli(built, "eval", "judge", "--judge", "sim/judge", "--evidence", "oracle", "--frames", "12",
-                "--modality", "frames+audio", "--audio-speed", "1.5", "--json")
+    cli(built, "select", "--name", "tiny", "--pairs-per-domain", "2", "--json")  # audio is slow to make: few pairs
+    [orc] = cli(built, "eval", "judge", "--judge", "sim/judge", "--benchmark", "tiny", "--evidence", "oracle",
+                "--frames", "12", "--modality", "frames+audio", "--audio-speed", "1.5", "--json")
+    [turns] = cli(built, "eval", "judge", "--judge", "sim/judge", "--benchmark", "tiny", "--modality", "audio",
+                  "--audio-mode", "turns", "--json")
     assert orc["settings"]["scope"] == "oracle" and orc["settings"]["audio_speed"] == 1.5
     uniform_frames = {json.dumps(json.loads(r)["frames"]) for (r,) in rows(
         engine, "SELECT j.evidence FROM judgment j JOIN pair p ON p.id = j.pair_id JOIN item i ON i.id = p.item_id "
@@ -235,7 +238,10 @@ def test_uniform_and_oracle_evidence_and_the_audio_stream(built: Settings, selec
         ev = json.loads(raw)
         assert len(ev["frames"]) == 12 and ev["stream"] == "audio" and len(ev["audio"]) == 1
         assert all((v == v1 and s1 <= t < e1) or (v == v2 and s2 <= t < e2) for v, t in ev["frames"])
-        assert Path(ev["audio"][0]).is_file()
+        assert Path(ev["audio"][0]).is_file() and ev["audio"][0].endswith(".mp3")
+    for (raw,) in rows(engine, "SELECT evidence FROM judgment WHERE run_id = :r", r=turns["run_id"]):
+        ev = json.loads(raw)
+        assert not ev["frames_shown"] and len(ev["audio"]) == len(ev["chunks"]) == 8  # one part per chunk
 
 
 def test_retriever_runs_store_the_gold_segments_ranks(built: Settings, selected: dict[str, Any]) -> None:

@@ -208,7 +208,8 @@ def _cost(an: Analytics) -> Section:
     all_last = "CASE WHEN {0} = 'All' THEN 1 ELSE 0 END, {0}"
     return Section("cost", "Cost (paper Tables 19–21)",
                    "Build cost counts every retry and rejected candidate. A build run is a playlist (playlists are "
-                   "added and built one at a time); mean ± sd and range are of each run's cost per accepted question.",
+                   "added and built one at a time); mean ± sd and range are of each run's cost per accepted question. "
+                   "The difficulty gate's calls (purpose select) are not build cost: see cost by role.",
                    tables=[
                        ("Build cost by domain", display(an.rows(
                            f"SELECT * FROM cost_by_domain ORDER BY {all_last.format('domain')}"), COST_DOMAIN)),
