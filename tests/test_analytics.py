@@ -243,3 +243,20 @@ def test_threshold_is_a_setting(tmp_path: Path) -> None:
     analytics_fixtures.build(engine)
     with Analytics(engine, settings) as analytics:
         assert one(analytics, "SELECT consistent FROM position_bias")["consistent"] is True
+
+
+@pytest.mark.parametrize("n, k", [(2, 1), (5, 2), (8, 3), (7, 7), (6, 10)])
+def test_chance_floors_by_enumerating_every_ranking(n: int, k: int) -> None:
+    """Every ordering of n segments, two of them gold (0 and 1): the closed forms are the exact means."""
+    import itertools
+
+    hits_any = hits_both = ndcg = 0.0
+    orders = list(itertools.permutations(range(n)))
+    for order in orders:
+        ranks = (order.index(0) + 1, order.index(1) + 1)
+        hits_any += min(ranks) <= k
+        hits_both += max(ranks) <= k
+        ndcg += metrics.ndcg_from_ranks(ranks, k)
+    assert metrics.chance_any(n, k) == pytest.approx(hits_any / len(orders))
+    assert metrics.chance_both(n, k) == pytest.approx(hits_both / len(orders))
+    assert metrics.chance_ndcg(n, k) == pytest.approx(ndcg / len(orders))

@@ -1,7 +1,8 @@
-"""synth: one tiny real video (ffmpeg + espeak-ng), its captions and its world; the world helpers."""
+"""synth: tiny real videos (ffmpeg + espeak-ng; H.264 and VP9), WebVTT captions, worlds, the manifest."""
 
 from __future__ import annotations
 
+import csv
 import random
 import re
 import shutil
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from playlisteval.errors import PlaylistEvalError
+from playlisteval.index.captions import read_captions
+from playlisteval.index.collection import add_manifest
 from playlisteval.synth import facts, make, vocab
 from playlisteval.synth.world import facts_visible_at, load_world, scene_at, scenes_in
+from tests.index_helpers import settings_for, store
 
 needs_tools = pytest.mark.skipif(
     not (shutil.which("ffmpeg") and shutil.which("espeak-ng") and make.FONT.is_file()),
@@ -35,14 +39,16 @@ def _pixel(video: Path, t: float, x: int, y: int) -> tuple[int, int, int]:
     return raw[0], raw[1], raw[2]
 
 
-def _srt_cues(text: str) -> list[tuple[float, float, str]]:
+def _vtt_cues(text: str) -> list[tuple[float, float, str]]:
     def sec(stamp: str) -> float:
         h, m, rest = stamp.split(":")
-        s, ms = rest.split(",")
+        s, ms = rest.split(".")
         return int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000
 
+    header, _, body = text.partition("\n\n")
+    assert header == "WEBVTT"
     cues = []
-    for block in text.strip().split("\n\n"):
+    for block in body.strip().split("\n\n"):
         lines = block.splitlines()
         a, b = lines[1].split(" --> ")
         cues.append((sec(a), sec(b), " ".join(lines[2:])))
@@ -52,7 +58,7 @@ def _srt_cues(text: str) -> list[tuple[float, float, str]]:
 @needs_tools
 def test_tiny_collection(tmp_path: Path) -> None:
     start = time.monotonic()
-    paths = make.make_collection(tmp_path, domains=1, playlists=1, videos=1, minutes=0.5, seed=3)
+    paths = make.make_collection(tmp_path, domains=1, playlists=1, videos=1, minutes=0.5, seed=3, vp9=0)
     assert time.monotonic() - start < 30
     assert [p.relative_to(tmp_path).as_posix() for p in paths] == [
         "Education/Earth Science Basics/01 - Earth Science Episode 1.mp4"]
@@ -68,7 +74,9 @@ def test_tiny_collection(tmp_path: Path) -> None:
         assert not set(facts.visual_words(scene.narration)), "narration must not say what is shown"
         assert scene.topic_words and all(w in scene.narration for w in scene.topic_words)
 
-    cues = _srt_cues(video.with_suffix(".srt").read_text())
+    cues = _vtt_cues(video.with_suffix(".vtt").read_text())
+    # the project's own caption reader reads them back the same
+    assert [(c.start, c.end, c.text) for c in read_captions(video.with_suffix(".vtt"))] == cues
     assert " ".join(c[2] for c in cues) == " ".join(s.narration for s in world.scenes)
     for a, b, text in cues:
         owner = scene_at(world, a)
@@ -83,8 +91,30 @@ def test_tiny_collection(tmp_path: Path) -> None:
 
     # a second run finds the same world on disk and does not re-encode
     mtime = video.stat().st_mtime_ns
-    again = make.make_collection(tmp_path, domains=1, playlists=1, videos=1, minutes=0.5, seed=3)
+    again = make.make_collection(tmp_path, domains=1, playlists=1, videos=1, minutes=0.5, seed=3, vp9=0)
     assert again == paths and video.stat().st_mtime_ns == mtime
+
+
+@needs_tools
+def test_vp9_video_and_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    paths = make.make_collection(out, domains=2, playlists=1, videos=2, minutes=0.25, seed=5, vp9=1)
+    assert [p.suffix for p in paths] == [".mp4", ".mp4", ".mp4", ".webm"]
+    webm = paths[-1]
+    assert _probe(webm, "stream=codec_name").splitlines() == ["vp9", "opus"]
+    assert webm.with_suffix(".vtt").is_file() and load_world(webm) is not None
+    rows = list(csv.DictReader((out / "manifest.csv").read_text().splitlines()))
+    assert [(r["domain"], r["path"], r["position"]) for r in rows] == [
+        ("Education", "Education/Earth Science Basics/01 - Earth Science Episode 1.mp4", "0"),
+        ("Education", "Education/Earth Science Basics/02 - Earth Science Episode 2.mp4", "1"),
+        ("History", "History/Ancient Rome/01 - Rome Rising Episode 1.mp4", "0"),
+        ("History", "History/Ancient Rome/02 - Rome Rising Episode 2.webm", "1"),
+    ]
+    assert {r["title"] for r in rows} >= {"Earth Science Episode 1", "Rome Rising Episode 2"}
+    # `add --manifest` takes it as it is, wherever it is run from
+    report = add_manifest(store(settings_for(tmp_path)), out / "manifest.csv")
+    assert len(report.added) == 4 and report.skipped == []
+    assert report.playlists == ["Education/Earth Science Basics", "History/Ancient Rome"]
 
 
 def test_missing_tool_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
