@@ -69,7 +69,7 @@ class IndexSettings(_Section):
     ocr_skip_share: float = 0.002
     ocr_skip_level: float = 24
     ocr_weight: float = 1.0  # weight of the on-screen text against the transcript in a chunk vector
-    threads: int = 2  # in-process index worker threads (one video each)
+    threads: int = 2  # index worker threads in the `index` process (one video each); 0 with Redis: none
     lease_s: float = 3600  # a video claimed by a worker that died is claimable again after this
     wait_stall_s: float = 1800  # with Redis: stop waiting when no video finished for this long
     poll_s: float = 0.5  # how often `index` checks the store for finished videos

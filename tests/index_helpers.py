@@ -53,3 +53,40 @@ def settings_for(tmp_path: Path, **index: object) -> Settings:
 
 def store(settings: Settings) -> Engine:
     return open_store(settings)
+
+
+def tiny_qwen_vl(folder: Path) -> Path:
+    """A randomly initialised Qwen3-VL backbone a few KB big, with a word-level tokenizer and the image
+    processor, saved the way a Qwen3-VL-Embedding checkpoint is laid out: what the VL embedder's real
+    loading code reads, built offline."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3VLConfig, Qwen3VLModel
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+               "<|image_pad|>", "<|video_pad|>"]
+    words = ["system", "user", "assistant", "represent", "the", "input", "retrieve", "video", "segments", "that",
+             "show", "and", "say", "what", "question", "asks", "about", "roman", "legions", "marched", "rivers",
+             "carry", "sediment", "glaciers", ".", "'", "s"]
+    vocab = {t: i for i, t in enumerate([*special, "<unk>", *words])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    tok.add_special_tokens(special)
+    PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|endoftext|>", unk_token="<unk>",
+                            eos_token="<|im_end|>").save_pretrained(folder)
+    Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, temporal_patch_size=2).save_pretrained(folder)
+    config = Qwen3VLConfig(
+        text_config={"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3],
+                                         "mrope_interleaved": True}},
+        vision_config={"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "patch_size": 16,
+                       "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 32,
+                       "num_position_embeddings": 64, "deepstack_visual_indexes": [0]},
+        image_token_id=vocab["<|image_pad|>"], video_token_id=vocab["<|video_pad|>"],
+        vision_start_token_id=vocab["<|vision_start|>"], vision_end_token_id=vocab["<|vision_end|>"],
+    )
+    torch.manual_seed(0)
+    Qwen3VLModel(config).save_pretrained(folder)
+    return folder

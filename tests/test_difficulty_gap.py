@@ -42,8 +42,7 @@ def test_weak_judges_get_better_as_the_gap_grows_and_the_gate_keeps_the_hard_pai
         kept[gap].append(bool(keep))
     accuracy = {g: sum(v) / len(v) for g, v in sorted(solved.items())}
     kept_rate = {g: sum(v) / len(v) for g, v in sorted(kept.items())}
-    print("weak-judge accuracy by gap", accuracy, "kept rate", kept_rate)
-    # measured with these seeds: about 0.72, 0.93, 0.98, 0.97 — a rise, then a ceiling
+    # measured with these seeds: 0.77, 0.96, 1.00, 1.00 by gap (kept 35 %, 8 %, 0, 0) — a rise to a ceiling
     assert accuracy[1] < accuracy[2] and accuracy[4] >= accuracy[1] + 0.15
     assert all(accuracy[g] >= accuracy[g - 1] - 0.05 for g in (2, 3, 4))
     assert kept_rate[1] > 2 * kept_rate[4]
@@ -62,7 +61,8 @@ def test_both_sampling_levels_are_seeded_draws(sim_set: Settings) -> None:
             questions = [i for (i,) in conn.execute(text(
                 "SELECT item_id FROM benchmark_question WHERE benchmark_id = :b ORDER BY item_id"), {"b": bid})]
             pairs = [(p, bool(a)) for p, a in conn.execute(text(
-                "SELECT pair_id, a_is_better FROM benchmark_pair WHERE benchmark_id = :b ORDER BY pair_id"), {"b": bid})]
+                "SELECT pair_id, a_is_better FROM benchmark_pair WHERE benchmark_id = :b ORDER BY pair_id"),
+                {"b": bid})]
         return questions, pairs
 
     a, b = select_benchmark(small, "a"), select_benchmark(small, "b")
@@ -78,3 +78,32 @@ def test_both_sampling_levels_are_seeded_draws(sim_set: Settings) -> None:
     other.project.seed += 1
     select_benchmark(other, "c")
     assert drawn("c")[0] != questions  # another seed, another sample
+
+
+def test_a_judge_run_stopped_by_the_budget_resumes_without_paying_twice(sim_set: Settings) -> None:
+    from playlisteval.build import set_budget
+    from playlisteval.errors import BudgetExceeded
+    from playlisteval.eval.judge import run_judge
+    from playlisteval.eval.options import JudgeOptions
+
+    with open_store(sim_set).connect() as conn:
+        drawn = conn.execute(text("SELECT COUNT(*) FROM benchmark")).scalar_one()
+    if not drawn:
+        select_benchmark(sim_set)
+    options = JudgeOptions.from_settings(sim_set, evidence="oracle")
+    set_budget(sim_set, 0.02)  # a few calls' worth
+    try:
+        with pytest.raises(BudgetExceeded):
+            run_judge(sim_set, "sim/judge", options)
+    finally:
+        set_budget(sim_set, 0)  # 0: no budget
+    with open_store(sim_set).connect() as conn:
+        partial = conn.execute(text("SELECT COUNT(*) FROM judgment")).scalar_one()
+    summary = run_judge(sim_set, "sim/judge", options)
+    with open_store(sim_set).connect() as conn:
+        paid = conn.execute(text("SELECT COUNT(*), COUNT(DISTINCT request_hash) FROM model_call "
+                                 "WHERE purpose = 'eval' AND status = 'ok'")).one()
+        runs = conn.execute(text("SELECT COUNT(*), MIN(finished_at) FROM judge_run")).one()
+    assert 0 < summary.judged_now < summary.pairs and partial + summary.judged_now == summary.pairs
+    assert paid[0] == paid[1] == summary.pairs  # each pair's request paid for exactly once
+    assert runs[0] == 1 and runs[1] > 0  # the same run, now finished

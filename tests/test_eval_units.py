@@ -220,3 +220,34 @@ def _duration(path: Path) -> float:
     out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
                          capture_output=True, text=True, check=True)
     return float(out.stdout.strip())
+
+
+# -- the store: columns and table added for evaluation (migrations 0040–0046) -------------------------
+def test_a_store_from_before_the_evaluation_columns_upgrades_in_place(tmp_path: Path) -> None:
+    import sqlite3
+
+    from sqlalchemy import inspect
+
+    from playlisteval.store import make_engine, migrate
+    from playlisteval.store.migrations import MIGRATIONS
+
+    engine = make_engine(f"sqlite:///{tmp_path}/old.db")
+    migrate(engine)
+    added = {"judgment": ["evidence", "outcome", "call_id"], "judge_run": ["modality", "finished_at"],
+             "retrieval_run": ["benchmark_id", "dims", "chunks", "index_bytes", "latency_ms", "finished_at"],
+             "ranking": ["segment1_id", "segment2_id", "score1", "score2", "top_segments"]}
+    ours = [name for name, _ in MIGRATIONS if "0040" <= name[:4] <= "0049"]
+    with engine.begin() as conn:
+        for table, columns in added.items():
+            for column in columns:
+                conn.exec_driver_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.exec_driver_sql("DROP TABLE benchmark_question")
+        conn.exec_driver_sql("DELETE FROM schema_migration WHERE name >= '0040' AND name < '0050'")
+    assert migrate(engine) == ours
+    for table, columns in added.items():
+        assert set(columns) <= {c["name"] for c in inspect(engine).get_columns(table)}
+    engine.dispose()
+    with sqlite3.connect(tmp_path / "old.db") as db:  # a row written without the new columns reads their defaults
+        db.execute("INSERT INTO judgment (run_id, pair_id, a_is_better, score, raw) VALUES (1, 1, 1, 1, '')")
+        row = db.execute("SELECT evidence, outcome, call_id FROM judgment").fetchone()
+    assert tuple(row) == ("{}", "verdict", 0)

@@ -123,11 +123,13 @@ def test_sign_text_finds_its_scene(collection: dict) -> None:
 
 def test_awkward_files_get_the_right_outcome(collection: dict) -> None:
     engine = open_store(collection["settings"])
-    # a text file named .mp4 never enters the collection: reported and skipped by `add`
+    # a text file named .mp4 is reported and skipped by `add` (kept as "skipped", so a repair re-adds it)
     assert "notes.mp4: corrupt or unreadable" in _flat(collection["odd_added"])
     with Session(engine) as s:
         videos = {Path(v.path).name: v for v in s.exec(select(Video))}
-    assert "notes.mp4" not in videos
+        notes = videos["notes.mp4"]
+        assert notes.status == "skipped" and notes.index_report == ""  # never reached the index
+        assert s.exec(select(Chunk).where(Chunk.video_id == notes.id)).all() == []
     # a truncated MP4 probes fine (its index sits at the front) but its frames end early: skipped at index
     truncated = videos["truncated.mp4"]
     assert truncated.status == "skipped" and "truncated or corrupt" in (truncated.reason or "")

@@ -127,7 +127,8 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
             verdict: str | None
             if given is None:
                 verdict, raw = shortcuts.judge(judge, seed, pair_id, strip_citations(answer_a),
-                                               strip_citations(answer_b), transcript)
+                                               strip_citations(answer_b), transcript,
+                                               salt="swapped" if options.swap else "")
                 outcome, call_id = VERDICT, 0
             else:
                 assert runner is not None

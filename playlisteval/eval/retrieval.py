@@ -142,7 +142,8 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
     for q in questions.values():
         by_domain[q.domain_id].append(q)
     run_settings = {"top_chunks": cfg.segment_top_chunks, "segments_of": segment_embedder,
-                    "questions": "all accepted" if all_items else "benchmark"}
+                    "questions": "all accepted" if all_items else "benchmark",
+                    "frames_per_chunk": settings.index.frames_per_chunk}  # SPEC R4 (paper Fig. 8)
     with transaction(engine) as s:
         run = RetrievalRun(embedder=emb.name, k=cfg.retrieval_k, settings=run_settings, benchmark_id=benchmark_id,
                            dims=emb.dim)

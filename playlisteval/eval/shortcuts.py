@@ -41,8 +41,8 @@ def needs_transcript(spec: str) -> bool:
     return shortcut_name(spec) == "transcript-overlap"
 
 
-def _coin(seed: int, pair_id: int) -> str:
-    return "A" if random.Random(f"{seed}:shortcut:{pair_id}").random() < 0.5 else "B"
+def _coin(seed: int, pair_id: int, salt: str) -> str:
+    return "A" if random.Random(f"{seed}:shortcut:{salt}:{pair_id}").random() < 0.5 else "B"
 
 
 def content_words(text: str) -> set[str]:
@@ -55,10 +55,12 @@ def overlap(answer: str, transcript: str) -> float:
     return len(words & content_words(transcript)) / len(words) if words else 0.0
 
 
-def judge(spec: str, seed: int, pair_id: int, answer_a: str, answer_b: str, transcript: str = "") -> tuple[str, str]:
-    """(verdict, the reason as the judgment's raw text)."""
+def judge(spec: str, seed: int, pair_id: int, answer_a: str, answer_b: str, transcript: str = "",
+          salt: str = "") -> tuple[str, str]:
+    """(verdict, the reason as the judgment's raw text); ``salt`` gives each run its own coins (the
+    swapped pass of the random judge must not simply repeat the forward one's letters)."""
     name = shortcut_name(spec)
-    coin = _coin(seed, pair_id)
+    coin = _coin(seed, pair_id, salt)
     if name == "random":
         return coin, f"[shortcut] coin: {coin}"
     if name == "always-a":

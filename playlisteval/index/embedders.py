@@ -207,13 +207,17 @@ def get_embedder(name: str, dims: int = 0, settings: IndexSettings | None = None
             raise ConfigError(f"embedder {name!r}: the part after ':' must be a number of dims") from None
     if base not in _FACTORIES:
         raise ConfigError(f"unknown embedder {base!r}; known: {', '.join(sorted(_FACTORIES))}")
+    settings = settings or IndexSettings()
+    # one instance per model: the VL embedder's weights folder and frame settings are part of it
+    own = base if base != "qwen3-vl-embedding" else (
+        f"{base}@{settings.vl_model}|{settings.vl_max_frames}|{settings.vl_min_pixels}|{settings.vl_max_pixels}")
     with _cache_lock:
-        if base not in _cache:
-            _cache[base] = _FACTORIES[base](settings or IndexSettings())
-        inner = _cache[base]
+        if own not in _cache:
+            _cache[own] = _FACTORIES[base](settings)
+        inner = _cache[own]
         if dims <= 0 or dims == inner.dim:
             return inner
-        key = f"{base}:{dims}"
+        key = f"{own}:{dims}"
         if key not in _cache:
             _cache[key] = Truncated(inner, dims)
         return _cache[key]

@@ -111,9 +111,12 @@ def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder
     broker: dramatiq.Broker = make_broker(settings) if redis else StubBroker()
     worker_name = f"{socket.gethostname()}:{os.getpid()}:index"
     actors = declare_index_actors(broker, lambda: IndexContext(settings, engine, worker_name))
-    worker = dramatiq.Worker(broker, worker_threads=max(1, cfg.threads), queues={INDEX_QUEUE},
-                             worker_timeout=100)
-    worker.start()
+    # with Redis, threads = 0 leaves all the work to `playlisteval worker` processes
+    worker = None
+    if cfg.threads > 0 or not redis:
+        worker = dramatiq.Worker(broker, worker_threads=max(1, cfg.threads), queues={INDEX_QUEUE},
+                                 worker_timeout=100)
+        worker.start()
     total, done, last_change = len(video_ids), -1, time.monotonic()
     try:
         for video_id in video_ids:
@@ -140,7 +143,8 @@ def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder
             except QueueJoinTimeout:
                 continue
     finally:
-        worker.stop()
+        if worker is not None:
+            worker.stop()
         broker.close()
 
 

@@ -86,7 +86,7 @@ def search(settings: Settings, engine: Engine, query: str, domain: str | None = 
            embedder: Embedder | str | None = None) -> list[Hit]:
     """The ``k`` chunks most similar to ``query``, best first."""
     if embedder is None or isinstance(embedder, str):
-        embedder = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims)
+        embedder = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims, settings.index)
     chunk_ids, index = corpus_index(engine, embedder, domain, settings.index.exact_search_max)
     if not chunk_ids:
         return []

@@ -55,6 +55,7 @@ class Outcome:
     frames: int = 0  # frames decoded
     decoder: str = ""  # decord / pyav
     full: bool = True  # False: only vectors were (re)computed for an indexed video
+    worker: str = ""  # host:pid of the process that did it
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -101,7 +102,7 @@ def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name
     if not claim(engine, video_id, worker, settings.index.lease_s):
         return None
     started = time.monotonic()
-    outcome = Outcome(run=run, status="indexed", full=video.status == "new")
+    outcome = Outcome(run=run, status="indexed", full=video.status == "new", worker=worker)
     try:
         embedder = get_embedder(embedder_name, 0, settings.index)
         _work(settings, engine, video, embedder, outcome, worker, started)
@@ -160,7 +161,9 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     times = sample_times(spans, per_chunk)
     side = max(cfg.ocr_max_side, 960 if needs_frames(embedder) else 0)
     reader = FrameReader(video.path, info.codec, (side, side), (info.width, info.height)) if with_frames else None
-    texter = FrameTextReader(ocr, cfg.ocr_max_side, cfg.ocr_skip_share, cfg.ocr_skip_level) if ocr is not None and outcome.full else None
+    texter = None
+    if ocr is not None and outcome.full:
+        texter = FrameTextReader(ocr, cfg.ocr_max_side, cfg.ocr_skip_share, cfg.ocr_skip_level)
     rec = recipe(embedder, cfg.ocr_weight)
     ocr_texts = [c.ocr_text for c in stored] if not outcome.full else ["" for _ in spans]
     hashes: list[str] = ["" for _ in spans]

@@ -25,7 +25,7 @@ from playlisteval.errors import ConfigError
 from playlisteval.models.runner import Runner
 from playlisteval.select.difficulty import GateReport, pending_pairs, run_gate
 from playlisteval.select.pairs import finished_items, make_pairs, side_of
-from playlisteval.state import Event, Limits, State
+from playlisteval.state import WORKING, Event, Limits, State
 from playlisteval.store import items as item_store
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
@@ -80,13 +80,14 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
     by_domain = finished_items(engine)
     if not by_domain:
         raise ConfigError("no accepted items to select from: run `playlisteval build` first")
+    working = sum(n for state, n in item_store.counts(engine).items() if state in {s.value for s in WORKING})
+    warnings = [f"{working} item(s) are still being built: they are not part of this draw"] if working else []
     with transaction(engine) as s:
         names = {int(d.id or 0): d.name for d in s.exec(select(Domain)).all()}
     count = cfg.questions_per_domain if cfg.questions_per_domain > 0 else min(len(v) for v in by_domain.values())
     seed = settings.project.seed
     draws: dict[int, DomainDraw] = {}
     sampled: dict[int, list[int]] = {}
-    warnings = []
     for domain_id, ids in sorted(by_domain.items()):
         dname = names[domain_id]
         sampled[domain_id] = _sample(f"{seed}:F3:questions:{dname}", ids, count)

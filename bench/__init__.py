@@ -1,0 +1,1 @@
+"""Benchmarks (not tests: they measure wall time). `python -m bench` runs the index speed benchmark."""

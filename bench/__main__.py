@@ -1,0 +1,3 @@
+from bench.index_speed import main
+
+raise SystemExit(main())

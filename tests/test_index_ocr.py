@@ -1,0 +1,86 @@
+"""On-screen text: rapidocr reads a rendered sign offline; frames that match the last one read are not
+read again, while a changed sign (a small area changed a lot) is; chunk vectors weigh the text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from playlisteval.config import IndexSettings
+from playlisteval.errors import ConfigError
+from playlisteval.index.embedders import ChunkInput, HashingEmbedder, embed_chunks, recipe
+from playlisteval.index.ocr import FrameTextReader, get_ocr
+from playlisteval.synth.make import FONT
+
+
+def _card(sign: str, noise: int = 0, seed: int = 0) -> Image.Image:
+    image = Image.new("RGB", (640, 360), (20, 32, 90))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((240, 14, 400, 74), fill=(0, 0, 0))
+    draw.text((250, 20), sign, font=ImageFont.truetype(str(FONT), 40), fill=(255, 255, 255))
+    draw.ellipse((60, 150, 200, 290), fill=(229, 57, 53))
+    if noise:
+        rng = np.random.default_rng(seed)
+        pixels = np.asarray(image, dtype=np.int16) + rng.integers(-noise, noise + 1, (360, 640, 3))
+        image = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+    return image
+
+
+class Counting:
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def read(self, image: Image.Image) -> list[str]:
+        self.calls += 1
+        return [f"read {self.calls}"]
+
+
+def test_rapidocr_reads_a_sign_offline() -> None:
+    engine = get_ocr(IndexSettings())
+    assert engine is not None and engine.name == "rapidocr"
+    assert "KOMATU" in engine.read(_card("KOMATU"))
+
+
+def test_unchanged_frames_reuse_the_last_reading() -> None:
+    engine = Counting()
+    reader = FrameTextReader(engine, max_side=640, skip_share=0.002, skip_level=24)
+    same = reader.chunk_text([_card("KOMATU"), _card("KOMATU", noise=6, seed=1), _card("KOMATU", noise=6, seed=2)])
+    assert engine.calls == 1 and same == "read 1" and reader.stats.reused == 2
+    # another sign on the same backdrop changes little on average but a lot where the text is
+    assert reader.chunk_text([_card("PIRESA"), _card("PIRESA")]) == "read 2"
+    assert (reader.stats.read, reader.stats.reused) == (2, 3)
+
+
+def test_chunk_text_keeps_distinct_lines_in_order() -> None:
+    class Script:
+        name = "script"
+        lines = iter([["A1", "B2"], ["B2", "C3"]])
+
+        def read(self, image: Image.Image) -> list[str]:
+            return next(self.lines)
+
+    reader = FrameTextReader(Script(), max_side=320, skip_share=0.002, skip_level=24)
+    assert reader.chunk_text([_card("ONE"), _card("TWO")]) == "A1\nB2\nC3"
+
+
+def test_ocr_setting() -> None:
+    assert get_ocr(IndexSettings(ocr="none")) is None
+    with pytest.raises(ConfigError, match="unknown OCR"):
+        get_ocr(IndexSettings(ocr="magic"))
+
+
+def test_on_screen_lines_count_as_much_as_the_narration() -> None:
+    e = HashingEmbedder(4096)
+    narration = "rivers carry sediment to the sea and build deltas over many centuries of floods"
+    chunks = [ChunkInput(narration, ["KOMATU"]), ChunkInput(narration, ["PIRESA"]), ChunkInput("", []),
+              ChunkInput("", ["ZELINA", "GUNITI"])]
+    vectors = embed_chunks(e, chunks, ocr_weight=1.0)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), [1, 1, 0, 1], atol=1e-5)
+    query = e.embed_texts(["KOMATU"])[0]
+    # the sign alone is as close to its chunk as the whole narration is: 1/sqrt(2) each
+    assert vectors[0] @ query == pytest.approx(2 ** -0.5, abs=0.05) and vectors[1] @ query < 0.1
+    assert vectors[3] @ e.embed_texts(["GUNITI"])[0] > 0.5
+    assert recipe(e, 1.0) != recipe(e, 0.5)  # a changed weight re-embeds (the hash covers the recipe)
