@@ -88,3 +88,13 @@ def test_an_embedded_subtitle_track_is_a_transcript_source(tmp_path: Path) -> No
     with Session(engine) as s:
         assert [c.transcript for c in s.exec(select(Chunk).order_by(Chunk.idx))] == [
             "glaciers carve valleys", "rivers move sediment"]
+
+
+def test_asr_of_a_file_does_not_depend_on_the_files_before_it(tmp_path: Path) -> None:
+    from playlisteval.index.asr import transcribe
+
+    a = make_video(tmp_path / "a.mp4", 12, audio="speech", speech="The quick brown fox jumps over the lazy dog")
+    b = make_video(tmp_path / "b.mp4", 12, audio="speech", speech="Rivers carry sediment down to the sea")
+    first = transcribe(a, "pocketsphinx")
+    transcribe(b, "pocketsphinx")
+    assert transcribe(a, "pocketsphinx") == first

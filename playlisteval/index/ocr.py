@@ -8,7 +8,6 @@ from the last one read (a static slide, a held shot) reuses that frame's text in
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Sequence
@@ -86,7 +85,6 @@ def get_ocr(settings: IndexSettings) -> OcrEngine | None:
     key = (name, settings.ocr_min_score)
     with _engines_lock:
         if key not in _engines:
-            os.environ.setdefault("OMP_NUM_THREADS", "1")
             _engines[key] = RapidOcr(settings.ocr_min_score)
         return _engines[key]
 

@@ -165,6 +165,8 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     if ocr is not None and outcome.full:
         texter = FrameTextReader(ocr, cfg.ocr_max_side, cfg.ocr_skip_share, cfg.ocr_skip_level)
     rec = recipe(embedder, cfg.ocr_weight)
+    if needs_frames(embedder):  # the vector depends on which frames of which file were read
+        rec += f"|frames={per_chunk}|{video.sha256 or info.size}"
     ocr_texts = [c.ocr_text for c in stored] if not outcome.full else ["" for _ in spans]
     hashes: list[str] = ["" for _ in spans]
     vectors: dict[int, np.ndarray] = {}

@@ -2,7 +2,9 @@
 
 D1 swaps the gold's visual words for wrong ones (rating 4: one word, 3: two, 2: most, 1: all plus an
 invented frame), nested so that each lower rating carries every error of the one above: the intended
-order is then exactly the order of "how many things the frames contradict", which D4 counts.
+order is then exactly the order of "how many things the frames contradict", which D4 counts. Each
+wrong answer is then reworded to a length of its own (sim_wording), shorter or longer than the gold,
+so that word counts say nothing about the rating.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 import re
 from typing import Any
 
+from playlisteval.models import sim_wording
 from playlisteval.models.sim_context import SimContext
 from playlisteval.models.sim_phase1 import an
 from playlisteval.prompts.schemas import DistractorGeneration, Ranking
@@ -46,20 +49,27 @@ def _replace(text: str, mapping: dict[str, str]) -> str:
     return _ARTICLE.sub(article, _WORD.sub(swap, text))
 
 
-def _wrong_word(ctx: SimContext, slot: str, word: str, seen: dict[str, set[str]], taken: set[str]) -> str:
+def _wrong_word(ctx: SimContext, slot: str, word: str, seen: dict[str, set[str]], taken: set[str],
+                used: set[str]) -> str:
     if slot == "sign":
         return vocab.make_sign(ctx.rng, taken)
     pool = [w for w in _POOLS[slot] if w != word]
     unseen = [w for w in pool if w not in seen[slot]]  # a word no visible frame shows is plainly wrong
-    return ctx.rng.choice(unseen or pool)
+    # a word the answer does not use yet: two details merging into one would shrink its vocabulary
+    # with every error, and make "fewer distinct words" a tell of the worse answers
+    fresh = [w for w in unseen or pool if w not in used]
+    pick = ctx.rng.choice(fresh or unseen or pool)
+    used.add(pick)
+    return pick
 
 
 def _invented_frame(ctx: SimContext, taken: set[str]) -> tuple[str, str]:
+    """A frame that never appears, told in the gold's own phrasing (so its words alone do not stand
+    out, and the rewording can lengthen or shorten it like any other sentence)."""
     p = {slot: ctx.rng.choice(pool) for slot, pool in _POOLS.items()}
     sign = vocab.make_sign(ctx.rng, taken)
-    article = "An" if p["colour"][0] in "aeiou" else "A"
-    return (f'{article} {p["colour"]} {p["shape"]} also drifts across the {p["position"]} of '
-            f'{an(p["background"])} frame beneath the sign reading "{sign}".',
+    return (f'When the sign "{sign}" is on screen, {an(p["colour"])} {p["shape"]} also rests at the '
+            f'{p["position"]} of {an(p["background"])} backdrop.',
             f'invented frame: {p["colour"]} {p["shape"]} under "{sign}"')
 
 
@@ -73,7 +83,8 @@ def distractors(ctx: SimContext) -> dict[str, Any]:
     taken = set(seen["sign"]) | set(vocab.find_signs(gold))
     types = facts.visual_words(gold)
     ctx.rng.shuffle(types)
-    wrong = {w: _wrong_word(ctx, facts.slot_of(w) or "colour", w, seen, taken) for w in types}
+    used = set(types)
+    wrong = {w: _wrong_word(ctx, facts.slot_of(w) or "colour", w, seen, taken, used) for w in types}
     n = len(types)
     counts = {4: min(1, n), 3: min(2, n), 2: min(n, max(3, math.ceil(0.75 * n))), 1: n}
     # Narrated slips (text_verifiable): topic nouns swapped for another topic's, 5 - rating of them.
@@ -82,6 +93,7 @@ def distractors(ctx: SimContext) -> dict[str, Any]:
     ctx.rng.shuffle(occurrences)
     own = {vocab.TOPIC_OF_WORD[m.group(0).lower()] for m in occurrences}
     foreign = sorted(w for w, t in vocab.TOPIC_OF_WORD.items() if t not in own)
+    # each wrong answer is then reworded to a length of its own, drawn independently of its rating
     ratings: dict[int, dict[str, Any]] = {}
     for rating in (4, 3, 2, 1):
         changed = types[: counts[rating]]
@@ -109,7 +121,7 @@ def distractors(ctx: SimContext) -> dict[str, Any]:
                     "element": f"narrated {m.group(0)} -> {new}",
                     "impact": "contradicts what the narration says", "modality": "text_verifiable"})
         ratings[rating] = {
-            "response": text,
+            "response": sim_wording.reword(text, gold, ctx.rng),
             "attribute_degradations": [{"attribute_name": a, "degradation_by_elements": e}
                                        for a, e in by_attr.items()],
             "constant_attributes": [a for a, _, _ in ATTRIBUTES.values() if a not in by_attr],
