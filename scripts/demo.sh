@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job, offline, end to end: synthetic playlists → index → build → status.
+# The main job, offline, end to end, on synthetic playlists played by the `sim` world:
+# synth → add → index → build → status → funnel → select → eval (judges, retriever) → report.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 pe="$here/.venv/bin/playlisteval"
 demo="$here/demo"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 rm -rf "$demo"
 "$pe" init "$demo"
@@ -11,12 +13,26 @@ cd "$demo"
 # short videos need short segments: the paper's 10–30-minute segments would not fit (SPEC 0)
 export PLAYLISTEVAL_INDEX__SEGMENT_MIN_S=60
 export PLAYLISTEVAL_INDEX__SEGMENT_MAX_S=90
+step "synthetic playlists (videos, captions, facts)"
 "$pe" synth videos --domains 2 --playlists 1 --videos 3 --minutes 3
-for domain in videos/*/; do
-  "$pe" add "$(basename "$domain")" "$domain"*/
-done
+step "add the collection"
+"$pe" add --manifest videos/manifest.csv
+step "index: chunks, transcripts, on-screen text, vectors, segments, seeds"
 "$pe" index
+step "build: questions, gold answers, graded wrong answers, every gate"
 "$pe" build
 "$pe" status
+"$pe" funnel
+step "select: preference pairs, difficulty gate, sampling"
+"$pe" select
+step "evaluate judges (retrieved vs uniform evidence, swapped sides) and the retriever"
+# a 9-minute corpus per domain: 16 frames keep evidence selective (128 would cover it all)
+"$pe" eval judge --judge sim/judge --evidence retrieved --frames 16
+"$pe" eval judge --judge sim/judge --evidence uniform --frames 16
+"$pe" eval judge --judge sim/judge --evidence retrieved --frames 16 --swap
+"$pe" eval judge --judge shortcut/random --judge shortcut/longer-answer --judge shortcut/transcript-overlap
+"$pe" eval retrieve
+step "report"
+"$pe" report report.html
 echo
-echo "demo project: $demo  (try: cd demo && ../.venv/bin/playlisteval status)"
+echo "demo project: $demo — open $demo/report.html; try: cd demo && ../.venv/bin/playlisteval sql \"SELECT * FROM leaderboard\""

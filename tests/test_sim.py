@@ -5,19 +5,23 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 from pathlib import Path
 
 import pytest
 
 from playlisteval.config import DEFAULT_MODELS, SimSettings
 from playlisteval.errors import PermanentModelError, TransientModelError
+from playlisteval.eval.shortcuts import overlap
+from playlisteval.models import sim_wording
 from playlisteval.models.request import ImagePart, ModelRequest, TextPart, VideoPart
 from playlisteval.models.sim import REFUSAL, ROLES, SimProvider
 from playlisteval.models.sim_context import sections
 from playlisteval.prompts.schemas import SCHEMAS
 from playlisteval.synth import facts
 from playlisteval.synth.make import plan_world
-from playlisteval.synth.world import save_world
+from playlisteval.synth.world import load_world, save_world, scenes_in
+from tests.builder_helpers import fixed_worlds
 
 CLEAN = SimSettings(**{name: 0.0 for name in SimSettings.model_fields})
 
@@ -291,3 +295,62 @@ def test_sections_parser() -> None:
     assert s["question"] == "Why is it so?"
     assert s["candidate 1"] == "First one.\n\nSecond para."
     assert s["model a"] == "inline answer"
+
+
+@pytest.fixture(scope="module")
+def fixed_videos() -> tuple[str, str]:
+    """Like ``videos``, at a path that is the same on every run: the sim's draws hash the request, video
+    paths included, so statistics over these worlds come out the same every time."""
+    folder = fixed_worlds("sim-lengths")
+    rng, taken, out = random.Random(23), set(), []
+    for n in (1, 2):
+        world = plan_world(rng, taken, domain="History", playlist="Ancient Rome", topic="Ancient Rome",
+                           title=f"Rome Rising Episode {n}", episode=n, duration=300)
+        path = folder / f"0{n} - Rome Rising Episode {n}.mp4"
+        save_world(world, path)
+        out.append(str(path))
+    return out[0], out[1]
+
+
+def test_wrong_answers_do_not_give_themselves_away_by_length_or_wording(fixed_videos) -> None:
+    """SPEC F4: over the 10 pairs of each set the longer answer is the better one in a little under half
+    of them (paper: 41.7 %, chosen-minus-rejected -2.2 words); judges that read no video, by length or by
+    overlap with the transcript, stay near a coin."""
+    transcript = " ".join(s.narration for p in clips(fixed_videos) if (w := load_world(p.path))
+                          for s in scenes_in(w, p.start, p.end))
+    diffs, by_overlap = [], []
+    for seed in range(30):
+        sim = SimProvider(CLEAN, seed)
+        qa = make_qa(sim, fixed_videos)
+        dg = make_set(sim, fixed_videos, qa)
+        texts = {5: qa.answer, **{r: getattr(dg, f"rating_{r}").response for r in (4, 3, 2, 1)}}
+        texts = {r: facts.strip_citations(t) for r, t in texts.items()}
+        for better in range(5, 1, -1):
+            for worse in range(better - 1, 0, -1):
+                diffs.append(len(texts[better].split()) - len(texts[worse].split()))
+                gap = overlap(texts[better], transcript) - overlap(texts[worse], transcript)
+                by_overlap.append(1.0 if gap > 1e-12 else 0.0 if gap < -1e-12 else 0.5)
+    longer_wins = sum(d > 0 for d in diffs) / len(diffs)
+    longer_rule = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs) / len(diffs)
+    assert len(diffs) == 300
+    assert 0.3 <= longer_wins <= 0.6, longer_wins
+    assert abs(statistics.mean(diffs)) < 8, statistics.mean(diffs)
+    assert statistics.pstdev(diffs) > 5, "lengths must spread, not tie"
+    assert 0.35 <= longer_rule <= 0.65 and 0.35 <= statistics.mean(by_overlap) <= 0.65
+
+
+def test_rewording_touches_no_claim(fixed_videos) -> None:
+    """Only neutral wording changes: every sentence keeps its visual words, narrated words and citations
+    (a closing sentence that claims nothing may go), and the rewordings bring no such word of their own."""
+    assert sim_wording.clean_vocabulary()
+    gold = make_qa(SimProvider(CLEAN, 3), fixed_videos).answer
+    lengths = set()
+    for k in range(40):
+        out = sim_wording.reword(gold, gold, random.Random(k))
+        lengths.add(sim_wording.words(out))
+        assert len(facts.paragraphs(out)) == len(facts.paragraphs(gold))
+        claimed = [s for s in facts.sentences(gold) if not sim_wording.is_neutral(s)]
+        kept = [s for s in facts.sentences(out) if not sim_wording.is_neutral(s)]
+        assert [(facts.visual_words(s), facts.topic_words(s), facts.citation_ranges(s)) for s in kept] == \
+            [(facts.visual_words(s), facts.topic_words(s), facts.citation_ranges(s)) for s in claimed]
+    assert min(lengths) < sim_wording.words(gold) < max(lengths)

@@ -138,7 +138,11 @@ def _status_table(st: Any) -> Table:
 @click.option("--threads", type=int, default=None, help="Worker threads (default: [broker] threads).")
 @click.pass_context
 def worker(ctx: click.Context, threads: int | None) -> None:
-    """Run build actors from the Redis queue until stopped (SIGTERM/SIGINT stop it cleanly)."""
+    """Work the Redis queues (build items and index videos) until stopped; SIGTERM/SIGINT stop it cleanly.
+
+    Start as many as you like, on as many machines as share the store (PostgreSQL across machines).
+    Each also re-enqueues items whose lease expired, so work a dead worker held is picked up.
+    """
     from playlisteval.actors import App
     from playlisteval.broker import is_redis
     from playlisteval.workers import serve

@@ -11,6 +11,8 @@ resized in Python), which matters for 1080p sources.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -203,7 +205,9 @@ def save_frames(path: str | Path, timestamps: Sequence[float], out_dir: Path, co
     if missing:
         images = frames_at(path, [t for t, _ in missing], codec, size)
         for (_, target), image in zip(missing, images, strict=True):
-            tmp = target.with_suffix(".tmp")
+            # a name of its own per writer: two threads may save the same frame at once, and the
+            # atomic rename makes whichever finishes last win with a whole file
+            tmp = target.with_name(f"{target.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
             image.convert("RGB").save(tmp, "JPEG", quality=quality)
             tmp.replace(target)
     return targets

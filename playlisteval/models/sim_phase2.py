@@ -68,7 +68,7 @@ def _invented_frame(ctx: SimContext, taken: set[str]) -> tuple[str, str]:
     out, and the rewording can lengthen or shorten it like any other sentence)."""
     p = {slot: ctx.rng.choice(pool) for slot, pool in _POOLS.items()}
     sign = vocab.make_sign(ctx.rng, taken)
-    return (f'When the sign "{sign}" is on screen, {an(p["colour"])} {p["shape"]} also rests at the '
+    return (f'When the sign "{sign}" is on screen, {an(p["colour"])} {p["shape"]} rests at the '
             f'{p["position"]} of {an(p["background"])} backdrop.',
             f'invented frame: {p["colour"]} {p["shape"]} under "{sign}"')
 

@@ -1,12 +1,16 @@
 """Rewording of the sim's wrong answers (D1): each one gets its own length, shorter or longer than the
 gold, so that no judge can rank answers by counting words (SPEC F4: the longer answer is the better
-one in 41.7 % of the paper's pairs; chosen-minus-rejected is -2.2 words).
+one in 41.7 % of the paper's pairs; chosen-minus-rejected is -2.2 words). Each also gets a vocabulary
+(distinct content words) of its own, drawn around the gold's: otherwise the gold, worded once and
+plainly, would always have the fewest distinct words, and any judge that scores an answer by the share
+of its words found in the transcript would pick it without looking at a frame.
 
 The edits change only neutral wording: a phrase swapped for a shorter or longer one that says the same
-thing, a clause added at the end of a sentence, the closing sentence dropped when it claims nothing.
-No edit adds, removes or moves a visual word, a narrated topic word or a citation, and every sentence
-keeps its place (except a closing sentence with no claims), so what the frames contradict, and where,
-is exactly what the visual swaps made it: D4 and the sim judges see the same errors as before.
+thing (the same way everywhere in the answer, as one writer would), a clause added at the end of a
+sentence, the closing sentence dropped when it claims nothing. No edit adds, removes or moves a visual
+word, a narrated topic word or a citation, and every sentence keeps its place (except a closing
+sentence with no claims), so what the frames contradict, and where, is exactly what the visual swaps
+made it: D4 and the sim judges see the same errors as before.
 """
 
 from __future__ import annotations
@@ -66,13 +70,15 @@ CLAUSES: tuple[str, ...] = (
     "in a deliberate and steady composition", "a choice that draws the eye",
     "which is what the viewer is meant to register", "held long enough to be read with ease",
 )
-# Where a clause can go: before a sentence's closing citations and its final stop.
 # Function words: a rewording that trades one for another does not make an answer's vocabulary richer.
-_FUNCTION = frozenset(
-    "the and for with when while under also into that this what which from its are was were has have "
-    "been being than then them they their there these those both each more most other some such only "
-    "very over about between who will would can just".split())
+_FUNCTION = frozenset({
+    "the", "and", "for", "with", "when", "while", "under", "also", "into", "that", "this", "what", "which",
+    "from", "its", "are", "was", "were", "has", "have", "been", "being", "than", "then", "them", "they",
+    "their", "there", "these", "those", "both", "each", "more", "most", "other", "some", "such", "only",
+    "very", "over", "about", "between", "who", "will", "would", "can", "just",
+})
 _TOKEN = re.compile(r"\S*[A-Za-z0-9]\S*")
+# Where a clause can go: before a sentence's closing citations and its final stop.
 _SENTENCE_END = re.compile(r"(?:\s*\([^()]*@[^()]*\))*[.!?](?=\s|$)")
 
 
@@ -104,7 +110,7 @@ def _cased(new: str, old: str) -> str:
     return new[:first] + ch + new[first + 1:]
 
 
-def _neutral(sentence: str) -> bool:
+def is_neutral(sentence: str) -> bool:
     """A sentence with no visual word, no narrated topic word and no citation claims nothing."""
     return not (facts.visual_words(sentence) or facts.topic_words(sentence) or facts.CITATION_RE.search(sentence))
 
@@ -119,7 +125,7 @@ def _slots(text: str, rng: random.Random) -> list[_Slot]:
             unique = [list(o) for o in dict.fromkeys(tuple(o) for o in options)]
             found.append(_Slot([m.span() for m in matches], unique))
     closing = facts.sentences(facts.paragraphs(text)[-1]) if text.strip() else []
-    if len(closing) >= 2 and _neutral(closing[-1]):  # the answer's last sentence, if it claims nothing
+    if len(closing) >= 2 and is_neutral(closing[-1]):  # the answer's last sentence, if it claims nothing
         end = len(text.rstrip())
         start = len(text[:end - len(closing[-1])].rstrip())
         found.append(_Slot([(start, end)], [[text[start:end]], [""]]))
