@@ -15,6 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -53,8 +54,17 @@ ROLES: frozenset[str] = frozenset(_ROLES)
 
 
 def request_digest(request: ModelRequest) -> str:
-    """A hash of everything the request says (text, media references, settings, attempt)."""
-    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+    """A hash of everything the request says (text, media references, settings, attempt).
+
+    Media are named by file name, not full path, so the same collection behaves the same wherever
+    its project lives (a fresh clone's demo, a test's temporary folder).
+    """
+    data = request.model_dump(mode="json")
+    for part in data["parts"]:
+        for key in ("path", "source"):
+            if part.get(key):
+                part[key] = Path(part[key]).name
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def _rng(*keys: object) -> random.Random:
