@@ -72,10 +72,11 @@ def test_a_429_storm_is_ridden_out_at_the_configured_rate_across_two_workers(tmp
     # never share a (WINDOW_S - 1)-s span; 0.25 s allows for the trip from the limiter to the server.
     spans = [arrivals[i + LIMIT] - arrivals[i] for i in range(len(arrivals) - LIMIT)]
     assert min(spans) > WINDOW_S - 1 - 0.25
-    # and per limiter window (WINDOW_S whole seconds): LIMIT, +1 for a request that crossed a second
-    # boundary on its way (without the shared Redis limiter this count reaches 2 x LIMIT)
+    # and per limiter window (WINDOW_S whole seconds): LIMIT, plus one per request that can be in
+    # flight at once (one per process here) that crossed a second boundary on its way to the server
+    # (without the shared Redis limiter this count reaches 2 x LIMIT)
     per_second = Counter(math.floor(t) for t in arrivals)
-    assert max(sum(per_second[k + j] for j in range(WINDOW_S)) for k in per_second) <= LIMIT + 1
+    assert max(sum(per_second[k + j] for j in range(WINDOW_S)) for k in per_second) <= LIMIT + 2
     rows = ledger(open_store(load_settings(tmp_path, environ={})))
     assert sorted(r.status for r in rows) == ["error"] * STORM + ["ok"] * 2 * CALLS_PER_WORKER
     assert {r.worker for r in rows if r.status == "ok"} == {"w1", "w2"}
