@@ -34,6 +34,8 @@ lint: venv
 
 bench: system venv
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench retrieval --n 20000
+	$(BIN)/python -m bench report
 
 clean:
 	rm -rf demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,139 @@
+"""Retrieval speed and quality of the HNSW index against exact search (issue 6, item 6).
+
+For each dimension asked for (default 1024 and 4096), ``--n`` unit-norm float32 vectors with
+structure: a few hundred Gaussian cluster centres, each vector a centre plus isotropic noise,
+normalised (uniform noise would make every neighbour equally far, which flatters no index and
+resembles no embedding). Queries are data points perturbed by more noise, so they land near the data
+but are not in it. In one process:
+
+- build time of ``VectorIndex`` (hnswlib, the project's M and ef_construction defaults);
+- p50 / p95 latency of one query (k = 64) through ``VectorIndex.search`` and through ``exact_search``;
+- recall@64 of HNSW: the share of exact search's top 64 that HNSW returns.
+
+    .venv/bin/python -m bench retrieval [--n 100000] [--dims 1024 4096] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a file: bench/retrieval_speed.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from playlisteval.index.vectors import VectorIndex, exact_search
+
+K = 64
+GEN_BLOCK = 10_000  # rows generated at a time: bounds the float64 scratch memory
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def clustered(n: int, dim: int, clusters: int, noise: float, rng: np.random.Generator) -> np.ndarray:
+    """``n`` unit rows: centre + noise, where the noise's expected norm is ``noise`` (a centre's is 1)."""
+    centres = _unit(rng.standard_normal((clusters, dim), dtype=np.float32))
+    out = np.empty((n, dim), dtype=np.float32)
+    scale = noise / np.sqrt(dim)
+    for start in range(0, n, GEN_BLOCK):
+        stop = min(n, start + GEN_BLOCK)
+        which = rng.integers(0, clusters, stop - start)
+        block = centres[which] + scale * rng.standard_normal((stop - start, dim), dtype=np.float32)
+        out[start:stop] = _unit(block)
+    return out
+
+
+def queries_near(matrix: np.ndarray, count: int, noise: float, rng: np.random.Generator) -> np.ndarray:
+    picked = matrix[rng.choice(matrix.shape[0], count, replace=False)]
+    scale = noise / np.sqrt(matrix.shape[1])
+    return _unit(picked + scale * rng.standard_normal(picked.shape, dtype=np.float32))
+
+
+def _latencies(search: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+               queries: np.ndarray) -> tuple[list[float], list[np.ndarray]]:
+    times, results = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        ids, _ = search(q)
+        times.append(time.perf_counter() - t0)
+        results.append(ids)
+    return times, results
+
+
+def one_dim(n: int, dim: int, n_queries: int, clusters: int, noise: float, query_noise: float,
+            seed: int) -> dict[str, float | int]:
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    matrix = clustered(n, dim, clusters, noise, rng)
+    queries = queries_near(matrix, n_queries, query_noise, rng)
+    gen_s = time.perf_counter() - t0
+    print(f"dim {dim}: {n} vectors generated in {gen_s:.1f} s ({matrix.nbytes / 2**30:.2f} GiB)", flush=True)
+
+    t0 = time.perf_counter()
+    index = VectorIndex(matrix, exact_max=0, seed=seed)  # exact_max=0: always HNSW, whatever n
+    build_s = time.perf_counter() - t0
+    print(f"dim {dim}: HNSW built in {build_s:.1f} s", flush=True)
+
+    # a few warm-up queries each, so neither side pays first-touch costs inside the figures
+    for q in queries[:3]:
+        index.search(q, K)
+        exact_search(index.matrix, q, K)
+    hnsw_t, hnsw_ids = _latencies(lambda q: index.search(q, K), queries)
+    exact_t, exact_ids = _latencies(lambda q: exact_search(index.matrix, q, K), queries)
+    recall = float(np.mean([len(set(h.tolist()) & set(e.tolist())) / len(e)
+                            for h, e in zip(hnsw_ids, exact_ids, strict=True)]))
+    # the cluster structure is visible in the scores: mean cosine of the 64th exact neighbour
+    kth = float(np.mean([float(index.matrix[e[-1]] @ q) for e, q in zip(exact_ids, queries, strict=True)]))
+    result: dict[str, float | int] = {
+        "n": n, "dim": dim, "queries": n_queries, "k": K, "clusters": clusters,
+        "generate_s": round(gen_s, 2), "build_s": round(build_s, 2),
+        "hnsw_p50_ms": round(1000 * float(np.percentile(hnsw_t, 50)), 3),
+        "hnsw_p95_ms": round(1000 * float(np.percentile(hnsw_t, 95)), 3),
+        "exact_p50_ms": round(1000 * float(np.percentile(exact_t, 50)), 3),
+        "exact_p95_ms": round(1000 * float(np.percentile(exact_t, 95)), 3),
+        "recall_at_64": round(recall, 4),
+        "mean_cosine_of_64th": round(kth, 4),
+    }
+    result["speedup_p50"] = round(result["exact_p50_ms"] / result["hnsw_p50_ms"], 1)
+    print(f"dim {dim}: HNSW p50 {result['hnsw_p50_ms']} ms, exact p50 {result['exact_p50_ms']} ms "
+          f"({result['speedup_p50']}x), recall@{K} {result['recall_at_64']}", flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench retrieval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100_000, help="vectors per dimension (a quick run: 10000)")
+    parser.add_argument("--n-4096", type=int, default=None,
+                        help="vectors for 4096 dims only, when its HNSW build is too slow at --n")
+    parser.add_argument("--dims", type=int, nargs="+", default=[1024, 4096])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--clusters", type=int, default=300)
+    parser.add_argument("--noise", type=float, default=1.0, help="noise norm around a unit centre")
+    parser.add_argument("--query-noise", type=float, default=0.5, help="noise norm added to a data point")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("build/bench/retrieval.json"))
+    args = parser.parse_args(argv)
+    runs = []
+    for dim in args.dims:
+        n = args.n_4096 if dim == 4096 and args.n_4096 else args.n
+        runs.append(one_dim(n, dim, args.queries, args.clusters, args.noise, args.query_noise, args.seed))
+    results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "runs": runs}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
