@@ -17,7 +17,7 @@ from playlisteval.store.tables import ModelCall
 from tests.helpers import seeded_store
 from tests.provider_fakes import MODELS, FakeAPI, fake_api
 
-GEMINI_KEY = "AIza-cli-SECRET-1"
+GEMINI_KEY = "fake-gemini-cli-SECRET-1"
 OPENAI_KEY = "sk-cli-SECRET-2"
 
 

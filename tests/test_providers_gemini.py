@@ -37,7 +37,7 @@ from tests.provider_fakes import (
     store_bytes,
 )
 
-KEY = "AIza-test-gemini-SECRET-9000"
+KEY = "fake-gemini-key-SECRET-9000"
 MODEL = "gemini/gemini-3-flash-preview"
 
 
