@@ -5,6 +5,7 @@ import shutil
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,3 +64,29 @@ def _fresh_engines() -> Iterator[None]:
     from playlisteval.store import forget_engines
 
     forget_engines()
+
+
+PG_ADMIN = os.environ.get("PLAYLISTEVAL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A throwaway database on the local PostgreSQL, dropped afterwards (required in CI, else skipped)."""
+    from sqlalchemy import text
+
+    from playlisteval.store import forget_engines, make_engine
+
+    name = f"pe_test_{uuid.uuid4().hex[:10]}"
+    admin = make_engine(PG_ADMIN)
+    try:
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN}: {exc}")
+    yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    forget_engines()
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,29 +10,9 @@ from sqlalchemy import text
 
 from playlisteval.analytics import Analytics, AnalyticsError, load_tables
 from playlisteval.analytics.loader import _snapshot
-from playlisteval.store import forget_engines, make_engine, open_store
+from playlisteval.store import open_store
 from tests import analytics_fixtures
 from tests.helpers import project
-
-PG_ADMIN = os.environ.get("PLAYLISTEVAL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    name = f"pe_analytics_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(PG_ADMIN)
-    try:
-        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN}: {exc}")
-    yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
-    forget_engines()
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def all_views(tmp_path: Path, **overrides: object) -> dict[str, list[tuple[object, ...]]]:

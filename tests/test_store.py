@@ -1,11 +1,7 @@
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import inspect, text
 
 from playlisteval.state import Event, Limits, State
@@ -13,8 +9,6 @@ from playlisteval.store import items, make_engine, migrate, transaction
 from playlisteval.store.migrations import MIGRATIONS, applied
 from playlisteval.store.tables import Item, ItemEvent
 from tests.helpers import project, seeded_store
-
-PG_ADMIN = os.environ.get("PLAYLISTEVAL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
 
 def test_sqlite_uses_wal_and_busy_timeout(tmp_path: Path) -> None:
@@ -70,25 +64,6 @@ def test_claims_and_commits_are_compare_and_set_on_sqlite(tmp_path: Path) -> Non
     _claim_commit_cycle(engine)
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    name = f"pe_test_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(PG_ADMIN)
-    try:
-        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN}: {exc}")
-    url = PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
-    yield url
-    from playlisteval.store import forget_engines
-
-    forget_engines()
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def test_the_same_code_runs_on_postgresql(tmp_path: Path, pg_url: str) -> None:

@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel
 
 from playlisteval.config import Settings
 from playlisteval.gates import GateVerdict
+from playlisteval.models.request import ModelResponse
 from playlisteval.models.runner import Runner
 from playlisteval.state import Event, Progress
 from playlisteval.store.items import Writer
-from playlisteval.store.tables import GateResult
+from playlisteval.store.tables import GateResult, Item
 
 
 @dataclass
@@ -62,3 +64,22 @@ def gate_rows(
         )
         for v in verdicts
     ]
+
+
+def unusable_output(
+    item_id: int, phase: int, attempt: int, gate: str, response: ModelResponse, payload: dict[str, Any],
+    candidate: SQLModel,
+) -> StepResult:
+    """A generator reply that stayed unreadable: store it as a rejected attempt filed under the phase's
+    structural gate (C1 / D2), since nothing in it could pass that gate (SPEC E1, DESIGN 5)."""
+    from playlisteval.stages.feedback import UNUSABLE
+
+    verdict = GateVerdict.reject(gate, f"{UNUSABLE}: {response.malformed_reason}", malformed=True)
+    verdict.call_ids = [response.call_id] if response.call_id else []
+    rows = gate_rows(item_id, phase, attempt, [verdict], payload)
+
+    def write(s: Session, item: Item) -> None:
+        s.add(candidate)
+        s.add_all(rows)
+
+    return StepResult(Event.MALFORMED, write, verdict.reason)

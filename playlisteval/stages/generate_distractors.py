@@ -12,11 +12,10 @@ from typing import Any
 
 from sqlmodel import Session
 
-from playlisteval.gates import GateVerdict
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
-from playlisteval.stages.context import StepContext, StepResult, gate_rows
-from playlisteval.stages.feedback import UNUSABLE, phase2_failures
+from playlisteval.stages.context import StepContext, StepResult, unusable_output
+from playlisteval.stages.feedback import phase2_failures
 from playlisteval.stages.generate_qa import generator_clips
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event
@@ -75,16 +74,7 @@ def run(ctx: StepContext) -> StepResult:
                          template=request.template, template_hash=request.template_hash,
                          malformed=response.malformed)
     if response.malformed:
-        # an unreadable set fails the structural gate: none of its four answers can be read
-        verdict = GateVerdict.reject("D2", f"{UNUSABLE}: {response.malformed_reason}", malformed=True)
-        verdict.call_ids = [response.call_id] if response.call_id else []
-        rows = gate_rows(ctx.item_id, 2, attempt, [verdict], payload)
-
-        def write_malformed(s: Session, item: Item) -> None:
-            s.add(dset)
-            s.add_all(rows)
-
-        return StepResult(Event.MALFORMED, write_malformed, verdict.reason)
+        return unusable_output(ctx.item_id, 2, attempt, "D2", response, payload, dset)
 
     def write(s: Session, item: Item) -> None:
         s.add(dset)

@@ -11,12 +11,11 @@ from typing import Any
 
 from sqlmodel import Session
 
-from playlisteval.gates import GateVerdict
 from playlisteval.models.request import ModelRequest, TextPart, VideoPart
 from playlisteval.prompts.render import render
 from playlisteval.stages import bloom
-from playlisteval.stages.context import StepContext, StepResult, gate_rows
-from playlisteval.stages.feedback import UNUSABLE, phase1_failures
+from playlisteval.stages.context import StepContext, StepResult, unusable_output
+from playlisteval.stages.feedback import phase1_failures
 from playlisteval.stages.inputs import Clip, load_clips, mmss
 from playlisteval.state import Event
 from playlisteval.store.tables import QA, Item
@@ -62,16 +61,7 @@ def run(ctx: StepContext) -> StepResult:
             template_hash=request.template_hash, malformed=response.malformed)
 
     if response.malformed:
-        # an unreadable reply fails the structural gate: it has no answer whose structure could pass
-        verdict = GateVerdict.reject("C1", f"{UNUSABLE}: {response.malformed_reason}", malformed=True)
-        verdict.call_ids = [response.call_id] if response.call_id else []
-        rows = gate_rows(ctx.item_id, 1, attempt, [verdict], payload)
-
-        def write_malformed(s: Session, item: Item) -> None:
-            s.add(qa)
-            s.add_all(rows)
-
-        return StepResult(Event.MALFORMED, write_malformed, verdict.reason)
+        return unusable_output(ctx.item_id, 1, attempt, "C1", response, payload, qa)
 
     def write(s: Session, item: Item) -> None:
         s.add(qa)
