@@ -22,9 +22,19 @@ class _Group(click.Group):
         except PlaylistEvalError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
             sys.exit(1)
+        except OSError as exc:  # a path that cannot be read or written: one line, no traceback
+            where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+            err_console.print(f"[bold red]error:[/]{where}: {exc.strerror or exc}", highlight=False)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            # every committed step is in the store; a step cut short is redone (and its calls are cached)
+            err_console.print("interrupted: everything committed so far is kept in the store; "
+                              "run `playlisteval resume` to go on", highlight=False)
+            sys.exit(130)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="playlisteval", prog_name="playlisteval")
 @click.option("--project", "-p", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar="PLAYLISTEVAL_PROJECT",
               help="Project directory (holds playlisteval.toml). Default: the current directory or a parent.")
