@@ -10,11 +10,13 @@
     │   ├── TransientModelError       429 / 5xx / timeout: retried with backoff (Retry-After honoured)
     │   ├── PermanentModelError       4xx, refusal to serve, bad request: the item fails with it kept
     │   ├── ProviderNotAvailable      the provider's SDK is not installed or its key is not set
+    │   ├── CheckerFault              a gate's model reply stayed unusable: no verdict, the step is retried
     │   └── BudgetExceeded            the next paid call would pass the build budget: the build pauses
     │       └── QuotaExhausted        the provider's quota or billing is used up: the build pauses too
     └── StageError                    a stage could not produce its outputs (the item fails with it kept)
 
-Gates never raise for a bad candidate: they return a verdict (DESIGN principle 5).
+Gates never raise for a bad candidate: they return a verdict (DESIGN principle 5). They raise
+CheckerFault when their own model gave no usable reply: that is no evidence about the candidate.
 """
 
 from __future__ import annotations
@@ -65,6 +67,23 @@ class PermanentModelError(ModelError):
 
 class ProviderNotAvailable(ModelError):
     pass
+
+
+class CheckerFault(ModelError):
+    """A gate's model (verifier, answerer, ranker) replied with nothing usable, even after the runner's
+    repair retries. The candidate is neither passed nor rejected and the generator gets no feedback: the
+    step records the fault and is tried again later; after a few faults in a row the item fails (and
+    `retry-failed` resumes it). ``unusable_call_ids`` are the ledger rows of the unusable replies (their
+    cached answers are dropped so that a retry asks again); ``call_ids`` every call the gate made."""
+
+    def __init__(self, gate: str, role: str, reason: str, *, call_ids: list[int] | None = None,
+                 unusable_call_ids: list[int] | None = None, reply: str = "") -> None:
+        super().__init__(f"{gate}: {role} reply unusable: {reason}")
+        self.gate, self.role, self.reason, self.reply = gate, role, reason, reply
+        self.call_ids = list(call_ids or [])
+        self.unusable_call_ids = list(unusable_call_ids or [])
+        self.phase: int | None = None  # set by the stage that ran the gate
+        self.attempt: int | None = None
 
 
 class BudgetExceeded(ModelError):

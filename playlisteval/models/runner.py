@@ -123,7 +123,10 @@ class Runner:
         self._rng = random.Random()
 
     # -- public ----------------------------------------------------------------------------------
-    def call(self, request: ModelRequest, model: str | None = None) -> ModelResponse:
+    def call(self, request: ModelRequest, model: str | None = None,
+             validate: Callable[[dict[str, Any]], str | None] | None = None) -> ModelResponse:
+        """``validate``, when given, checks a schema-valid reply's meaning (e.g. a ranking is a permutation)
+        and returns a problem or None: a reply with a problem is repaired and re-asked like malformed JSON."""
         spec = model or self.settings.model_for(request.role)
         provider_name, model_name = split_spec(spec)
         key = request_hash(spec, request)
@@ -164,6 +167,8 @@ class Runner:
             cost = pricing.usd(price, reply.usage)
             total = _add(total, reply.usage)
             parsed, problem = self._parse(reply, schema)
+            if problem is None and validate is not None and parsed is not None:
+                problem = validate(parsed)
             if problem is None:
                 self._finish(call_id, "ok", reply.usage, cost, started)
                 return self._store(key, spec, reply, parsed, total, call_id, None)
