@@ -8,8 +8,14 @@ from stored vectors; small corpora are searched exactly (brute force is faster t
 from __future__ import annotations
 
 import hashlib
+import os
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import structlog
+
+log = structlog.get_logger(__name__)
 
 _DTYPE = np.dtype("<f4")
 
@@ -36,18 +42,49 @@ def content_hash(text: str, embedder: str) -> str:
     return hashlib.sha256(f"{embedder}\x00{text}".encode()).hexdigest()
 
 
+def _top_k_row(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, best first, ties broken by index: O(n) partition, then a
+    sort of only the candidates (every score tied with the k-th is a candidate, so ties stay exact)."""
+    n = scores.shape[0]
+    if k < n:
+        kth = np.argpartition(-scores, k - 1)[:k]
+        candidates = np.flatnonzero(scores >= scores[kth].min())
+    else:
+        candidates = np.arange(n)
+    order = np.lexsort((candidates, -scores[candidates]))[:k]
+    return candidates[order].astype(np.int64)
+
+
 def exact_search(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(row indices, scores) of the ``k`` rows with the highest inner product, best first.
 
     Ties break by row index, so results are deterministic.
     """
-    n = matrix.shape[0]
-    k = min(k, n)
+    k = min(k, matrix.shape[0])
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     scores = matrix @ np.asarray(query, dtype=np.float32)
-    order = np.lexsort((np.arange(n), -scores))[:k]
-    return order.astype(np.int64), scores[order].astype(np.float32)
+    rows = _top_k_row(scores, k)
+    return rows, scores[rows].astype(np.float32)
+
+
+def exact_search_many(matrix: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``exact_search`` for a batch of queries (one row each) with one matrix product:
+    ((q, k) row indices, (q, k) scores)."""
+    queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+    k = min(k, matrix.shape[0])
+    if k <= 0 or queries.shape[0] == 0:
+        return (np.zeros((queries.shape[0], 0), dtype=np.int64), np.zeros((queries.shape[0], 0), dtype=np.float32))
+    scores = queries @ matrix.T
+    rows = np.stack([_top_k_row(row, k) for row in scores])
+    return rows, np.take_along_axis(scores, rows, axis=1).astype(np.float32)
+
+
+def matrix_key(matrix: np.ndarray, *params: object) -> str:
+    """What an index built over ``matrix`` depends on: its bytes, shape and the build parameters."""
+    digest = hashlib.sha256(np.ascontiguousarray(matrix, dtype=_DTYPE).data)
+    digest.update(repr((matrix.shape, params)).encode())
+    return digest.hexdigest()[:32]
 
 
 class VectorIndex:
@@ -58,17 +95,38 @@ class VectorIndex:
     """
 
     def __init__(self, matrix: np.ndarray, exact_max: int = 5000, m: int = 16,
-                 ef_construction: int = 200, seed: int = 0) -> None:
+                 ef_construction: int = 200, seed: int = 0, cache_dir: Path | None = None) -> None:
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self.size, self.dim = self.matrix.shape if self.matrix.ndim == 2 else (0, 0)
         self._hnsw = None
+        self.loaded_from: Path | None = None  # the saved index this one was read from, if any
         if self.size > exact_max:
-            import hnswlib  # built from source; imported only when a corpus is large enough to need it
+            self._hnsw = self._load_or_build(m, ef_construction, seed, cache_dir)
 
+    def _load_or_build(self, m: int, ef_construction: int, seed: int, cache_dir: Path | None) -> Any:
+        """An HNSW index is costly to build (a minute at 100k x 1024) and a pure function of the vectors
+        and parameters: it is saved under ``cache_dir`` keyed by both, and read back when they match."""
+        import hnswlib  # built from source; imported only when a corpus is large enough to need it
+
+        index = hnswlib.Index(space="ip", dim=self.dim)
+        path = cache_dir / f"hnsw-{matrix_key(self.matrix, m, ef_construction, seed)}.bin" if cache_dir else None
+        if path is not None and path.exists():
+            try:
+                index.load_index(str(path), max_elements=self.size)
+                if index.get_current_count() == self.size:
+                    self.loaded_from = path
+                    return index
+            except RuntimeError as exc:  # a truncated or foreign file: rebuild it
+                log.warning("hnsw.unreadable", path=str(path), error=str(exc))
             index = hnswlib.Index(space="ip", dim=self.dim)
-            index.init_index(max_elements=self.size, M=m, ef_construction=ef_construction, random_seed=seed)
-            index.add_items(self.matrix, np.arange(self.size))
-            self._hnsw = index
+        index.init_index(max_elements=self.size, M=m, ef_construction=ef_construction, random_seed=seed)
+        index.add_items(self.matrix, np.arange(self.size))
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # written whole, then renamed
+            index.save_index(str(partial))
+            os.replace(partial, path)
+        return index
 
     @property
     def exact(self) -> bool:
@@ -84,3 +142,13 @@ class VectorIndex:
         self._hnsw.set_ef(max(2 * k, 64))  # recall: ef must exceed k; 64 is hnswlib's usual floor
         labels, distances = self._hnsw.knn_query(np.asarray(query, dtype=np.float32)[None, :], k=k)
         return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
+
+    def search_many(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(q, k) row indices and scores for a batch of queries, best first."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        k = min(k, self.size)
+        if self._hnsw is None or k <= 0:
+            return exact_search_many(self.matrix, queries, k)
+        self._hnsw.set_ef(max(2 * k, 64))
+        labels, distances = self._hnsw.knn_query(queries, k=k)
+        return labels.astype(np.int64), (1.0 - distances).astype(np.float32)

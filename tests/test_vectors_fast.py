@@ -1,0 +1,60 @@
+"""Exact search by partition (same answers as a full sort, ties by row), batched queries, and HNSW
+indexes saved beside the store and read back instead of rebuilt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from playlisteval.index.vectors import VectorIndex, exact_search, exact_search_many
+
+
+def _full_sort(matrix: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
+    scores = matrix @ query
+    return np.lexsort((np.arange(matrix.shape[0]), -scores))[:k]
+
+
+def test_partition_search_equals_a_full_sort_with_ties_broken_by_row() -> None:
+    rng = np.random.default_rng(3)
+    # rounded scores force many ties, including across the k-th position
+    matrix = np.round(rng.normal(size=(500, 8)), 1).astype(np.float32)
+    for _ in range(20):
+        query = np.round(rng.normal(size=8), 0).astype(np.float32)
+        for k in (1, 7, 64, 500, 900):
+            rows, scores = exact_search(matrix, query, k)
+            assert rows.tolist() == _full_sort(matrix, query, k).tolist()
+            assert np.allclose(scores, (matrix @ query)[rows])
+
+
+def test_batched_exact_search_equals_one_query_at_a_time() -> None:
+    rng = np.random.default_rng(4)
+    matrix = rng.normal(size=(300, 16)).astype(np.float32)
+    queries = rng.normal(size=(9, 16)).astype(np.float32)
+    rows, scores = exact_search_many(matrix, queries, 10)
+    for q, row, score in zip(queries, rows, scores, strict=True):
+        one_rows, one_scores = exact_search(matrix, q, 10)
+        assert row.tolist() == one_rows.tolist() and np.allclose(score, one_scores)
+    index = VectorIndex(matrix, exact_max=5000)
+    assert index.search_many(queries, 10)[0].tolist() == rows.tolist()
+
+
+def test_an_hnsw_index_is_saved_and_read_back_not_rebuilt(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(400, 12)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    first = VectorIndex(matrix, exact_max=100, cache_dir=tmp_path)
+    assert first.loaded_from is None and len(list(tmp_path.glob("hnsw-*.bin"))) == 1
+    second = VectorIndex(matrix, exact_max=100, cache_dir=tmp_path)
+    assert second.loaded_from is not None
+    q = matrix[:5]
+    assert second.search_many(q, 5)[0].tolist() == first.search_many(q, 5)[0].tolist()
+    # other vectors: another key, a new build
+    changed = VectorIndex(matrix[::-1].copy(), exact_max=100, cache_dir=tmp_path)
+    assert changed.loaded_from is None and len(list(tmp_path.glob("hnsw-*.bin"))) == 2
+    # a damaged file is rebuilt, not trusted
+    for f in tmp_path.glob("hnsw-*.bin"):
+        f.write_bytes(b"not an index")
+    again = VectorIndex(matrix, exact_max=100, cache_dir=tmp_path)
+    assert again.loaded_from is None
+    assert again.search(matrix[0], 1)[0][0] == 0
