@@ -24,7 +24,7 @@ from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.eval.corpus import Corpora, CorpusChunk, CorpusVideo, Question
 from playlisteval.index.embedders import Embedder, get_embedder
-from playlisteval.index.search import corpus_index
+from playlisteval.index.search import corpus_index, index_cache_dir
 from playlisteval.index.vectors import VectorIndex, exact_search
 
 MODES = ("retrieved", "uniform", "oracle")
@@ -133,7 +133,8 @@ class Retriever:
 
     def _index(self, domain: str) -> tuple[dict[int, int], VectorIndex]:
         with self._lock:  # corpus_index builds (and caches) a domain's index once
-            chunk_ids, index = corpus_index(self.engine, self.embedder, domain, self.settings.index.exact_search_max)
+            chunk_ids, index = corpus_index(self.engine, self.embedder, domain, self.settings.index.exact_search_max,
+                                            index_cache_dir(self.settings))
         if not chunk_ids:
             raise ConfigError(f"no chunk vectors of embedder {self.embedder.name!r} in domain {domain!r}: "
                               "run `playlisteval index` with that embedder (or choose another retriever)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func
@@ -58,9 +59,15 @@ def _scope(stmt: Any, embedder: str, domain: str | None) -> Any:
     return stmt
 
 
+def index_cache_dir(settings: Settings) -> Path:
+    """Where HNSW indexes are saved, keyed by their vectors (beside the project's store)."""
+    return settings.root / "indexes"
+
+
 def corpus_index(engine: Engine, embedder: Embedder, domain: str | None,
-                 exact_max: int) -> tuple[list[int], VectorIndex]:
-    """(chunk ids, index) of the live chunks of ``domain`` (None: the whole collection)."""
+                 exact_max: int, cache_dir: Path | None = None) -> tuple[list[int], VectorIndex]:
+    """(chunk ids, index) of the live chunks of ``domain`` (None: the whole collection); an HNSW index
+    is read back from ``cache_dir`` when the same vectors were indexed before."""
     with Session(engine) as session:
         count, last = session.exec(
             _scope(select(func.count(col(ChunkVector.id)), func.max(col(ChunkVector.id))), embedder.name, domain)
@@ -76,7 +83,8 @@ def corpus_index(engine: Engine, embedder: Embedder, domain: str | None,
             .order_by(ChunkVector.chunk_id)
         ).all()
     chunk_ids = [r[0] for r in rows]
-    index = VectorIndex(decode_many([r[1] for r in rows], embedder.dim), exact_max=exact_max)
+    index = VectorIndex(decode_many([r[1] for r in rows], embedder.dim), exact_max=exact_max,
+                        cache_dir=cache_dir)
     with _lock:
         _corpora[cache_key] = _Corpus(key, chunk_ids, index)
     return chunk_ids, index
@@ -87,7 +95,8 @@ def search(settings: Settings, engine: Engine, query: str, domain: str | None = 
     """The ``k`` chunks most similar to ``query``, best first."""
     if embedder is None or isinstance(embedder, str):
         embedder = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims, settings.index)
-    chunk_ids, index = corpus_index(engine, embedder, domain, settings.index.exact_search_max)
+    chunk_ids, index = corpus_index(engine, embedder, domain, settings.index.exact_search_max,
+                                    index_cache_dir(settings))
     if not chunk_ids:
         return []
     rows, scores = index.search(embedder.embed_texts([query])[0], k)
