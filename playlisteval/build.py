@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import func
+from sqlalchemy import case, func
 from sqlmodel import col, select
 
 from playlisteval.actors import App
@@ -101,7 +101,9 @@ def status(settings: Settings) -> Status:
         p1, p2 = s.exec(select(func.coalesce(func.sum(Item.phase1_attempts), 0),
                                func.coalesce(func.sum(Item.phase2_attempts), 0))).one()
         calls, hits, tokens = s.exec(select(
-            func.count(), func.coalesce(func.sum(ModelCall.cache_hit), 0),
+            # a boolean has no sum() on PostgreSQL, and SQLAlchemy types sum(bool) as bool (so SQLite's 58
+            # came back as True, i.e. 1): count the hits as integers
+            func.count(), func.coalesce(func.sum(case((col(ModelCall.cache_hit), 1), else_=0)), 0),
             func.coalesce(func.sum(ModelCall.input_tokens + ModelCall.output_tokens + ModelCall.thinking_tokens), 0),
         )).one()
         failures = [(int(i or 0), e or "") for i, e in s.exec(

@@ -24,7 +24,7 @@ from playlisteval.index.collection import add_paths
 from playlisteval.index.embedders import get_embedder
 from playlisteval.index.pipeline import index_collection
 from playlisteval.index.vectors import decode
-from playlisteval.select.pairs import side_of
+from playlisteval.select.pairs import pair_texts, side_of
 from playlisteval.store import open_store
 from playlisteval.synth.make import make_collection
 from tests.helpers import QUIET_SIM, env_for, project
@@ -95,7 +95,8 @@ def test_select_pairs_every_sampled_question_and_keeps_what_a_weak_judge_gets_wr
     drawn = rows(engine, "SELECT bp.pair_id, bp.a_is_better, p.kept, p.item_id FROM benchmark_pair bp "
                          "JOIN pair p ON p.id = bp.pair_id")
     assert drawn and all(kept for _, _, kept, _ in drawn)
-    assert all(bool(a) == side_of(built.project.seed, pid) for pid, a, _, _ in drawn)
+    keys = {pid: t.key for pid, t in pair_texts(engine, [pid for pid, *_ in drawn]).items()}
+    assert all(bool(a) == side_of(built.project.seed, keys[pid]) for pid, a, _, _ in drawn)  # keyed by content
     per_domain = selected["domains"]
     assert all(d["pairs"] == min(30, d["kept_pairs"]) for d in per_domain.values())
     assert sum(d["pairs"] for d in per_domain.values()) == len(drawn) == selected["pairs"]

@@ -80,7 +80,9 @@ def corpus_index(engine: Engine, embedder: Embedder, domain: str | None,
             return cached.chunk_ids, cached.index
         rows = session.exec(
             _scope(select(ChunkVector.chunk_id, ChunkVector.vector), embedder.name, domain)
-            .order_by(ChunkVector.chunk_id)
+            # in (video, position in it) order, not chunk id order: chunk ids follow which video's index
+            # finished first, and rows are how equal scores are tied, so they must not depend on it
+            .order_by(Chunk.video_id, Chunk.idx, ChunkVector.chunk_id)
         ).all()
     chunk_ids = [r[0] for r in rows]
     index = VectorIndex(decode_many([r[1] for r in rows], embedder.dim), exact_max=exact_max,

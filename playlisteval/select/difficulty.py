@@ -82,7 +82,7 @@ def run_gate(settings: Settings, engine: Engine, item_ids: list[int], runner: Ru
         verdicts: dict[int, dict[str, Any]] = {}
         for pair_id in todo[item_id]:
             pair = texts[pair_id]
-            a_is_better = side_of(settings.project.seed, pair_id, draw="F2")
+            a_is_better = side_of(settings.project.seed, pair.key, draw="F2")  # content-keyed: any store
             answer_a, answer_b = pair.shown(a_is_better)
             record: dict[str, Any] = {"a_is_better": a_is_better, "evidence": evidence.record()}
             for role in ROLES:

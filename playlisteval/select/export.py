@@ -72,13 +72,14 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
                                                      .where(col(Item.id).in_(items))).all()}
     segments = _segments(engine, items)
     rows = []
-    for pair_id in sorted(texts, key=lambda p: (texts[p].domain, texts[p].item_id, p)):
+    # ids and order from content keys (select/keys.py), not row ids: the same export from any store
+    for pair_id in sorted(texts, key=lambda p: (texts[p].domain, texts[p].question_key, texts[p].key)):
         t, qa, a_is_better = texts[pair_id], qas[texts[pair_id].item_id], sides[pair_id]
         answer_a, answer_b = t.shown(a_is_better)
         qtype = (qa.payload or {}).get("question_type") or {}
         difficulty = pairs[pair_id].difficulty or {}
         rows.append({
-            "pair_id": pair_id, "question_id": t.item_id, "domain": t.domain, "question": t.question,
+            "pair_id": t.key, "question_id": t.question_key, "domain": t.domain, "question": t.question,
             "keyword": qa.keyword, "bloom_row": str(qtype.get("row", "")), "bloom_column": str(qtype.get("column", "")),
             "answer_a": strip_citations(answer_a), "answer_b": strip_citations(answer_b),
             "label": "A" if a_is_better else "B", "a_is_better": a_is_better,

@@ -2,7 +2,8 @@
 
 Pairs are rows of the store, one per (item, better rating, worse rating); making them again adds only
 what is missing. Which answer a judge sees as Model A is drawn once per pair from the project seed
-(SPEC G5), so every judge and every run see a given pair the same way round.
+(SPEC G5), so every judge and every run see a given pair the same way round. Every draw is keyed by the
+pair's content key (select/keys.py), never by its row id: the same seed gives the same sides on any store.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.errors import ConfigError
+from playlisteval.select.keys import pair_key, question_keys
 from playlisteval.state import State
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Answer, Benchmark, DistractorSet, Domain, Item, Pair, Seed
@@ -29,14 +31,15 @@ def rating_pairs() -> list[tuple[int, int]]:
     return [(b, w) for b in RATINGS for w in RATINGS if b > w]
 
 
-def side_of(seed: int, pair_id: int, draw: str = "side") -> bool:
-    """Whether the better answer is shown as Model A: one seeded coin per pair (SPEC G5).
+def side_of(seed: int, pair: str | int, draw: str = "side") -> bool:
+    """Whether the better answer is shown as Model A: one seeded coin per pair (SPEC G5), keyed by the
+    pair's content key (``PairText.key``).
 
     The difficulty gate draws its own coin (``draw="F2"``): were it to share the benchmark's, the pairs
     it keeps would lean to the side its position-biased weak judges get wrong, and the benchmark's
     sides would no longer be a fair coin (always-A would score below 50 %).
     """
-    return random.Random(f"{seed}:{draw}:{pair_id}").random() < 0.5
+    return random.Random(f"{seed}:{draw}:{pair}").random() < 0.5
 
 
 def find_benchmark(engine: Engine, name: str) -> Benchmark:
@@ -67,7 +70,9 @@ def make_pairs(engine: Engine, item_ids: Iterable[int]) -> int:
     wanted = sorted(set(item_ids))
     created = 0
     with transaction(engine) as s:
-        items = s.exec(select(Item).where(col(Item.id).in_(wanted))).all()
+        # in id order: the new pairs' ids are then the same on every store (draws never use them, but
+        # the ids show in the store and the analytics)
+        items = s.exec(select(Item).where(col(Item.id).in_(wanted)).order_by(col(Item.id))).all()
         have = {(p.item_id, p.better_rating, p.worse_rating)
                 for p in s.exec(select(Pair).where(col(Pair.item_id).in_(wanted))).all()}
         for item in items:
@@ -90,6 +95,7 @@ class PairText:
 
     pair_id: int
     item_id: int
+    question_key: str  # the question's content key (select/keys.py)
     domain_id: int
     domain: str
     question: str
@@ -97,6 +103,11 @@ class PairText:
     worse: str
     better_rating: int
     worse_rating: int
+
+    @property
+    def key(self) -> str:
+        """The pair's content key: what its draws (sides, sampling) are keyed by."""
+        return pair_key(self.question_key, self.better_rating, self.worse_rating)
 
     @property
     def gap(self) -> int:
@@ -124,12 +135,14 @@ def pair_texts(engine: Engine, pair_ids: Iterable[int]) -> dict[int, PairText]:
                 .where(col(Pair.id).in_(chunk))
             ).all()
             set_ids = {p.set_id for p, *_ in rows}
+            qkeys = question_keys(s, {p.item_id for p, *_ in rows})
             texts = {(a.set_id, a.rating): a.text
                      for a in s.exec(select(Answer).where(col(Answer.set_id).in_(set_ids))).all()}
             for pair, question, domain_id, domain in rows:
                 assert pair.id is not None
                 out[pair.id] = PairText(
-                    pair_id=pair.id, item_id=pair.item_id, domain_id=int(domain_id), domain=str(domain),
+                    pair_id=pair.id, item_id=pair.item_id, question_key=qkeys.get(pair.item_id, ""),
+                    domain_id=int(domain_id), domain=str(domain),
                     question=str(question), better=texts[(pair.set_id, pair.better_rating)],
                     worse=texts[(pair.set_id, pair.worse_rating)], better_rating=pair.better_rating,
                     worse_rating=pair.worse_rating,

@@ -3,8 +3,9 @@
 1. Accepted questions are sampled per domain to a common count (``questions_per_domain``; 0 = the
    smallest domain's count). Their ten pairs are made (F1) and go through the difficulty gate (F2).
 2. ``pairs_per_domain`` kept pairs are drawn per domain from those questions' kept pairs.
-Every draw is seeded by the project seed and the domain's name, from ids in sorted order, so the same
-store gives the same benchmark. Each drawn pair gets its Model A side from the shared seed (G5).
+Every draw is seeded by the project seed and the domain's name, over questions and pairs in the order of
+their content keys (select/keys.py), never their row ids, so the same collection and seed give the same
+benchmark on SQLite and PostgreSQL. Each drawn pair gets its Model A side from the shared seed (G5).
 
 Then, through the state machine: a sampled question with a drawn pair is SELECTED; one the gate left
 without any kept pair is TOO_EASY; the rest stay accepted. Selecting under an existing benchmark name
@@ -24,6 +25,7 @@ from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.models.runner import Runner
 from playlisteval.select.difficulty import GateReport, pending_pairs, run_gate
+from playlisteval.select.keys import by_key, pair_key, question_keys
 from playlisteval.select.pairs import finished_items, make_pairs, side_of
 from playlisteval.state import WORKING, Event, Limits, State
 from playlisteval.store import items as item_store
@@ -60,9 +62,12 @@ class Selection:
         return sum(d.pairs for d in self.domains.values())
 
 
-def _sample(rng_key: str, ids: list[int], n: int) -> list[int]:
-    ordered = sorted(ids)
-    return sorted(random.Random(rng_key).sample(ordered, min(n, len(ordered))))
+def _sample(rng_key: str, keys: dict[int, str], n: int) -> list[int]:
+    """``n`` of the ids in ``keys`` (id → content key), drawn over the ids in key order: the draw does not
+    depend on the ids, only on what they hold. Returned in key order."""
+    ordered = by_key(keys)
+    chosen = set(random.Random(rng_key).sample(ordered, min(n, len(ordered))))
+    return [i for i in ordered if i in chosen]
 
 
 def select_benchmark(settings: Settings, name: str | None = None, *, runner: Runner | None = None,
@@ -84,13 +89,14 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
     warnings = [f"{working} item(s) are still being built: they are not part of this draw"] if working else []
     with transaction(engine) as s:
         names = {int(d.id or 0): d.name for d in s.exec(select(Domain)).all()}
+        qkeys = question_keys(s, [i for ids in by_domain.values() for i in ids])
     count = cfg.questions_per_domain if cfg.questions_per_domain > 0 else min(len(v) for v in by_domain.values())
     seed = settings.project.seed
     draws: dict[int, DomainDraw] = {}
     sampled: dict[int, list[int]] = {}
     for domain_id, ids in sorted(by_domain.items()):
         dname = names[domain_id]
-        sampled[domain_id] = _sample(f"{seed}:F3:questions:{dname}", ids, count)
+        sampled[domain_id] = _sample(f"{seed}:F3:questions:{dname}", {i: qkeys[i] for i in ids}, count)
         draws[domain_id] = DomainDraw(dname, accepted=len(ids), sampled=len(sampled[domain_id]))
         if len(ids) < count:
             warnings.append(f"{dname}: only {len(ids)} accepted question(s), fewer than {count}")
@@ -107,17 +113,24 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
     if progress:
         progress("difficulty gate", done[0], total)
     gate = run_gate(settings, engine, every, runner=runner, tick=tick)
+    if gate.undecided:  # a weak judge's fault leaves pairs open: no draw from a partial gate (issue 9)
+        warnings.append(f"{gate.undecided} pair(s) have no difficulty verdict yet (a weak judge's call failed): "
+                        "run `playlisteval select` again to ask again; nothing was drawn")
+        return Selection(0, name, created=False, gate=gate, warnings=warnings)
     drawn: dict[int, list[int]] = {}
     with transaction(engine) as s:
-        kept_rows = s.exec(select(Pair.id, Pair.item_id).where(col(Pair.item_id).in_(every),
-                                                              col(Pair.kept).is_(True))).all()
+        kept_rows = s.exec(select(Pair.id, Pair.item_id, Pair.better_rating, Pair.worse_rating)
+                           .where(col(Pair.item_id).in_(every), col(Pair.kept).is_(True))
+                           .order_by(col(Pair.item_id), col(Pair.better_rating), col(Pair.worse_rating))).all()
     kept_by_item: dict[int, list[int]] = {}
-    for pair_id, item_id in kept_rows:
+    pkeys: dict[int, str] = {}
+    for pair_id, item_id, better, worse in kept_rows:
         kept_by_item.setdefault(int(item_id), []).append(int(pair_id or 0))
+        pkeys[int(pair_id or 0)] = pair_key(qkeys[int(item_id)], better, worse)
     for domain_id, ids in sampled.items():
         kept = [p for i in ids for p in kept_by_item.get(i, [])]
         dname = names[domain_id]
-        drawn[domain_id] = _sample(f"{seed}:F3:pairs:{dname}", kept, cfg.pairs_per_domain)
+        drawn[domain_id] = _sample(f"{seed}:F3:pairs:{dname}", {p: pkeys[p] for p in kept}, cfg.pairs_per_domain)
         draws[domain_id].kept_pairs = len(kept)
         draws[domain_id].pairs = len(drawn[domain_id])
         if len(kept) < cfg.pairs_per_domain:
@@ -141,7 +154,7 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
                     kept_pairs=len(kept_by_item.get(item_id, [])),
                     drawn_pairs=sum(1 for p in drawn[domain_id] if pair_item[p] == item_id)))
             for pair_id in drawn[domain_id]:
-                s.add(BenchmarkPair(benchmark_id=bid, pair_id=pair_id, a_is_better=side_of(seed, pair_id)))
+                s.add(BenchmarkPair(benchmark_id=bid, pair_id=pair_id, a_is_better=side_of(seed, pkeys[pair_id])))
     out = Selection(bid, name, created=True, domains={d.domain: d for d in draws.values()}, gate=gate,
                     warnings=warnings)
     _move_items(settings, engine, out)
@@ -153,7 +166,8 @@ def _describe(engine: Engine, out: Selection) -> None:
     with transaction(engine) as s:
         rows = s.exec(select(BenchmarkQuestion, Domain.name)
                       .join(Domain, col(Domain.id) == col(BenchmarkQuestion.domain_id))
-                      .where(BenchmarkQuestion.benchmark_id == out.benchmark_id)).all()
+                      .where(BenchmarkQuestion.benchmark_id == out.benchmark_id)
+                      .order_by(col(BenchmarkQuestion.item_id))).all()
     for q, dname in rows:
         d = out.domains.setdefault(dname, DomainDraw(dname))
         d.sampled += 1
@@ -168,7 +182,8 @@ def _move_items(settings: Settings, engine: Engine, out: Selection) -> None:
         rows = s.exec(select(BenchmarkQuestion.item_id, BenchmarkQuestion.kept_pairs, BenchmarkQuestion.drawn_pairs,
                              Item.state)
                       .join(Item, col(Item.id) == col(BenchmarkQuestion.item_id))
-                      .where(BenchmarkQuestion.benchmark_id == out.benchmark_id)).all()
+                      .where(BenchmarkQuestion.benchmark_id == out.benchmark_id)
+                      .order_by(col(BenchmarkQuestion.item_id))).all()
     limits = Limits(settings.build.attempts_per_phase, settings.build.phase2_per_question)
     for item_id, kept, drawn_n, state in rows:
         if state != State.ACCEPTED.value:
