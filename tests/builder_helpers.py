@@ -76,7 +76,10 @@ def app_with(settings: Settings, planted: dict[str, Planted] | None = None) -> t
     registry = Registry(settings)
     registry.register("sim", recorder)
     runner = Runner(settings, engine, registry=registry, sleep=lambda _s: None)
-    return App(settings, engine=engine, runner=runner), recorder
+    app = App(settings, engine=engine, runner=runner)
+    for actor in app.actors.values():  # a step retried by the broker (a checker fault) waits ms, not seconds
+        actor.options.update(min_backoff=1, max_backoff=20)
+    return app, recorder
 
 
 def context(app: App, item_id: int) -> StepContext:

@@ -53,17 +53,20 @@ def test_every_gate_rejects_and_the_funnel_shows_it(noisy: Settings) -> None:
     assert set(data) == {"gates", "items", "max_attempts"}
     assert list(data["gates"]) == list(GATES)
     for gate, g in data["gates"].items():
-        assert set(g) == {"seen", "passed", "rejected", "reasons"}, gate
+        assert set(g) == {"seen", "passed", "rejected", "checker_faults", "reasons", "fault_reasons"}, gate
         assert g["rejected"] >= 1, f"{gate} never rejected"
         assert g["seen"] == g["passed"] + g["rejected"]
         assert 0 < sum(g["reasons"].values()) <= g["rejected"]
     gates, items = data["gates"], items_of(noisy)
+    # an attempt whose checks ended in checker faults (the item failed) was decided by no gate
+    undecided = {st: sum(1 for i in items if i.state == "failed" and i.failed_from == st)
+                 for st in ("qa_generated", "degraded")}
     # cheapest first, stopping at the first rejection: each gate sees exactly what passed the one before
-    assert gates["C1"]["seen"] == sum(i.phase1_attempts for i in items)  # an unreadable reply is a C1 reject
+    assert gates["C1"]["seen"] == sum(i.phase1_attempts for i in items) - undecided["qa_generated"]
     assert gates["C2.1"]["seen"] == gates["C1"]["passed"]
     assert gates["C2.2"]["seen"] == gates["C2.1"]["passed"]
     assert gates["C3"]["seen"] == gates["C2.2"]["passed"]
-    assert gates["D2"]["seen"] == sum(i.phase2_attempts for i in items)
+    assert gates["D2"]["seen"] == sum(i.phase2_attempts for i in items) - undecided["degraded"]
     assert gates["D3"]["seen"] == gates["D2"]["passed"]
     assert gates["D4"]["seen"] == gates["D3"]["passed"]
     assert gates["D4"]["passed"] == data["items"]["accepted"] > 0
@@ -72,6 +75,11 @@ def test_every_gate_rejects_and_the_funnel_shows_it(noisy: Settings) -> None:
                                     "phase2": max(i.phase2_attempts for i in items)}
     assert "answerable from the transcripts alone" in gates["C2.1"]["reasons"]
     assert "detectable from the text alone" in gates["D3"]["reasons"]
+    # a checker's reply cut off mid-JSON (malformed_json, no repairs here) is a fault, never a verdict
+    assert sum(g["checker_faults"] for g in gates.values()) > 0
+    assert gates["C1"]["checker_faults"] == gates["D2"]["checker_faults"] == 0  # no model there
+    assert "no usable video ranking" not in gates["D4"]["reasons"]
+    assert all(i.error and i.error.startswith("checker fault: ") for i in items if i.state == "failed")
 
 
 def test_no_item_exceeds_the_limits(noisy: Settings) -> None:
@@ -118,5 +126,6 @@ def test_reasons_are_counted_by_kind() -> None:
 def test_an_empty_store_has_an_empty_funnel(tmp_path: Path) -> None:
     settings = project(tmp_path)
     data: dict[str, Any] = funnel(settings)
-    assert all(g == {"seen": 0, "passed": 0, "rejected": 0, "reasons": {}} for g in data["gates"].values())
+    assert all(g == {"seen": 0, "passed": 0, "rejected": 0, "checker_faults": 0, "reasons": {}, "fault_reasons": {}}
+               for g in data["gates"].values())
     assert data["max_attempts"] == {"phase1": 0, "phase2": 0} and not any(data["items"].values())

@@ -119,7 +119,9 @@ def good_set() -> dict[str, Any]:
         return {"response": f"wrong {r}",
                 "attribute_degradations": [{"attribute_name": "Colour", "degradation_by_elements": [element]}],
                 "constant_attributes": [], "upgraded_attributes": []}
-    return {f"rating_{r}": rating(r) for r in (4, 3, 2, 1)}
+    attributes = [{"attribute_name": name, "importance_score": w, "description": ""}
+                  for name, w in (("Colour", 0.3), ("Shape", 0.25), ("Position", 0.2), ("Sign", 0.15), ("Scene", 0.1))]
+    return {"causal_attributes": attributes, **{f"rating_{r}": rating(r) for r in (4, 3, 2, 1)}}
 
 
 def test_d2_passes_a_well_formed_set() -> None:
@@ -146,12 +148,17 @@ def test_rankings_are_read_by_the_number_each_candidate_was_shown_with() -> None
     reply = {"rankings": [{"rank": r, "candidate_index": i, "reasoning": ""} for r, i in
                           enumerate([2, 4, 1, 5, 3], 1)]}
     assert ranked_ratings(reply, shown) == [5, 4, 3, 2, 1]
-    assert ranked_ratings({"rankings": reply["rankings"][:4]}, shown) is None  # incomplete
+    # anything but a permutation is no ranking (tests/test_fail_closed_gates.py has every kind)
+    with pytest.raises(ValueError, match="4 entries for 5 candidates"):
+        ranked_ratings({"rankings": reply["rankings"][:4]}, shown)
     dup = [{"rank": r, "candidate_index": 1, "reasoning": ""} for r in range(1, 6)]
-    assert ranked_ratings({"rankings": dup}, shown) is None
+    with pytest.raises(ValueError, match=r"candidate\(s\) \[1\] ranked more than once"):
+        ranked_ratings({"rankings": dup}, shown)
     zero_based = [{"rank": r, "candidate_index": i, "reasoning": ""} for r, i in enumerate(range(5), 1)]
-    assert ranked_ratings({"rankings": zero_based}, shown) is None
-    assert ranked_ratings(None, shown) is None
+    with pytest.raises(ValueError, match="no candidate numbered"):
+        ranked_ratings({"rankings": zero_based}, shown)
+    with pytest.raises(ValueError, match="no rankings list"):
+        ranked_ratings(None, shown)
 
 
 def test_gates_stop_at_the_first_rejection() -> None:

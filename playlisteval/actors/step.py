@@ -1,4 +1,9 @@
-"""One step of one item: claim (lease) → stage → commit outputs + transition → enqueue the next step."""
+"""One step of one item: claim (lease) → stage → commit outputs + transition → enqueue the next step.
+
+A checker fault (a gate's model gave no usable reply) moves nothing: it is recorded, the lease is given
+back and the message is retried with the actor's backoff; after ``FAULTS_PER_STEP`` faults in a row the
+item fails with the fault as its error, for `retry-failed` (issue 9).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,9 @@ import structlog
 
 from playlisteval.actors.app import App
 from playlisteval.config import Settings
-from playlisteval.errors import BudgetExceeded, TransientModelError
+from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError
 from playlisteval.models.runner import PAUSED_KEY
-from playlisteval.stages import STAGES, StepContext
+from playlisteval.stages import STAGES, StepContext, faults
 from playlisteval.state import WORKING, Event, Limits, State
 from playlisteval.store import items, transaction
 from playlisteval.store.tables import KeyValue
@@ -45,6 +50,8 @@ def run_step(app: App, state: State, item_id: int) -> State | None:
     except TransientModelError:
         items.release(app.engine, claim)
         raise  # dramatiq retries the message with backoff; `resume` covers what it gives up on
+    except CheckerFault as fault:
+        return _checker_fault(app, claim, state, limits, fault)
     except Exception as exc:  # permanent: the item fails with the error kept; retry-failed resumes it
         log.error("step.failed", item=item_id, state=state.value, error=f"{type(exc).__name__}: {exc}")
         return items.commit(app.engine, claim, Event.ERROR, limits, error=f"{type(exc).__name__}: {exc}")
@@ -57,3 +64,24 @@ def run_step(app: App, state: State, item_id: int) -> State | None:
     if moved in WORKING:
         app.enqueue(item_id, moved)
     return moved
+
+
+#: The phase (and the progress counter holding its current attempt) of each checking state.
+_CHECKING = {State.QA_GENERATED: 1, State.DEGRADED: 2}
+
+
+def _checker_fault(app: App, claim: items.Claim, state: State, limits: Limits, fault: CheckerFault) -> State | None:
+    """Record the fault; fail the item once the step has had too many, else release it and re-raise so
+    the broker delivers the step again after its backoff."""
+    phase = fault.phase or _CHECKING.get(state, 0)
+    attempt = fault.attempt or (claim.progress.phase1_attempts if phase == 1 else claim.progress.phase2_attempts)
+    n = faults.record(app.engine, claim.item_id, claim.token, fault, phase, attempt)
+    if n is None:
+        log.warning("step.lease_lost", item=claim.item_id, state=state.value)
+        return None
+    log.warning("step.checker_fault", item=claim.item_id, state=state.value, gate=fault.gate, role=fault.role,
+                faults=n, reason=fault.reason[:200])
+    if n >= faults.FAULTS_PER_STEP:
+        return items.commit(app.engine, claim, Event.ERROR, limits, error=faults.failure_message(fault, n))
+    items.release(app.engine, claim)
+    raise fault

@@ -1,7 +1,9 @@
-"""`playlisteval funnel`: what each gate saw, passed and rejected, and why (SPEC C–E).
+"""`playlisteval funnel`: what each gate saw, passed and rejected, and why (SPEC C–E); and its checker
+faults, replies of the gate's own model that stayed unusable and so decided nothing (issue 9).
 
 The per-gate counts come from ``analytics/funnel.sql``, run on the store itself. Reasons are counted by
-their kind, the text before the first ": " (gates word their reasons "kind: specifics").
+their kind, the text before the first ": " (gates word their reasons "kind: specifics"); a fault's kind
+names the role whose reply was unusable.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from typing import Any
 import click
 from rich.table import Table
 from sqlalchemy import func, text
-from sqlmodel import select
+from sqlmodel import col, select
 
 from playlisteval.cli_support import console, settings_of
 from playlisteval.config import Settings
 from playlisteval.models.runner import spent_usd
+from playlisteval.stages.faults import FAULT
 from playlisteval.state import State
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import GateResult, Item
@@ -31,27 +34,46 @@ def reason_kind(reason: str) -> str:
     return reason.split(": ", 1)[0].strip() or "(no reason)"
 
 
+def fault_kind(reason: str) -> str:
+    """"checker reply unusable: D3_first: ValueError: …" → "D3_first reply unusable"."""
+    parts = reason.split(": ", 2)
+    return f"{parts[1].strip()} reply unusable" if len(parts) >= 2 and parts[1].strip() else reason_kind(reason)
+
+
+def _empty() -> dict[str, Any]:
+    return {"seen": 0, "passed": 0, "rejected": 0, "checker_faults": 0, "reasons": {}, "fault_reasons": {}}
+
+
 def funnel_sql() -> str:
     return resources.files("playlisteval").joinpath("analytics/funnel.sql").read_text(encoding="utf-8")
 
 
 def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
-    """{"gates": {GATE: {seen, passed, rejected, reasons}}, "items": {STATE: n},
-    "max_attempts": {"phase1": n, "phase2": n}}, with the ``top`` most frequent reason kinds per gate."""
+    """{"gates": {GATE: {seen, passed, rejected, checker_faults, reasons, fault_reasons}}, "items": {STATE: n},
+    "max_attempts": {"phase1": n, "phase2": n}}, with the ``top`` most frequent reason kinds per gate.
+    ``seen`` = passed + rejected: a checker fault decided nothing and is counted on its own."""
     engine = open_store(settings)
-    gates: dict[str, dict[str, Any]] = {g: {"seen": 0, "passed": 0, "rejected": 0, "reasons": {}} for g in GATES}
+    gates: dict[str, dict[str, Any]] = {g: _empty() for g in GATES}
     with transaction(engine) as s:
-        for gate, seen, passed, rejected in s.execute(text(funnel_sql())).all():
-            entry = gates.setdefault(str(gate), {"seen": 0, "passed": 0, "rejected": 0, "reasons": {}})
-            entry.update(seen=int(seen or 0), passed=int(passed or 0), rejected=int(rejected or 0))
+        for gate, seen, passed, rejected, faults in s.execute(text(funnel_sql())).all():
+            entry = gates.setdefault(str(gate), _empty())
+            entry.update(seen=int(seen or 0), passed=int(passed or 0), rejected=int(rejected or 0),
+                         checker_faults=int(faults or 0))
         reasons: dict[str, Counter[str]] = {}
-        for gate, reason in s.exec(select(GateResult.gate, GateResult.reason).where(GateResult.verdict == "reject")):
-            reasons.setdefault(gate, Counter())[reason_kind(reason or "")] += 1
+        fault_reasons: dict[str, Counter[str]] = {}
+        for gate, verdict, reason in s.exec(select(GateResult.gate, GateResult.verdict, GateResult.reason).where(
+                col(GateResult.verdict).in_(["reject", FAULT]))):
+            if verdict == FAULT:
+                fault_reasons.setdefault(gate, Counter())[fault_kind(reason or "")] += 1
+            else:
+                reasons.setdefault(gate, Counter())[reason_kind(reason or "")] += 1
         states = dict(s.exec(select(Item.state, func.count()).group_by(Item.state)).all())
         p1, p2 = s.exec(select(func.coalesce(func.max(Item.phase1_attempts), 0),
                                func.coalesce(func.max(Item.phase2_attempts), 0))).one()
     for gate, counter in reasons.items():
         gates[gate]["reasons"] = dict(counter.most_common(top))
+    for gate, counter in fault_reasons.items():
+        gates[gate]["fault_reasons"] = dict(counter.most_common(top))
     return {
         "gates": gates,
         "items": {st.value: int(states.get(st.value, 0)) for st in State},
@@ -77,19 +99,22 @@ def per_accepted(settings: Settings) -> dict[str, float | None]:
 def _table(data: dict[str, Any], extra: dict[str, float | None]) -> Table:
     table = Table(title="Gate funnel (cheapest gate first)")
     for name, justify in (("gate", "left"), ("seen", "right"), ("passed", "right"), ("rejected", "right"),
-                          ("rejected %", "right"), ("top reasons", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+                          ("rejected %", "right"), ("checker faults", "right"), ("top reasons", "left")):
+        # the row labels ("per accepted") stay whole; the reasons column takes the squeeze
+        table.add_column(name, justify=justify, no_wrap=name == "gate")  # type: ignore[arg-type]
     for gate, g in data["gates"].items():
         rate = f"{100 * g['rejected'] / g['seen']:.1f}" if g["seen"] else "–"
-        reasons = "\n".join(f"{n} × {kind}" for kind, n in g["reasons"].items())
-        table.add_row(gate, str(g["seen"]), str(g["passed"]), str(g["rejected"]), rate, reasons)
+        reasons = [f"{n} × {kind}" for kind, n in g["reasons"].items()]
+        reasons += [f"{n} × fault: {kind}" for kind, n in g["fault_reasons"].items()]
+        table.add_row(gate, str(g["seen"]), str(g["passed"]), str(g["rejected"]), rate, str(g["checker_faults"]),
+                      "\n".join(reasons))
     table.add_section()
     items = ", ".join(f"{st}: {n}" for st, n in data["items"].items() if n)
-    table.add_row("items", "", "", "", "", items or "none")
-    table.add_row("max attempts", "", "", "", "",
+    table.add_row("items", "", "", "", "", "", items or "none")
+    table.add_row("max attempts", "", "", "", "", "",
                   f"Phase I {data['max_attempts']['phase1']}, Phase II {data['max_attempts']['phase2']}")
     if extra["accepted"]:
-        table.add_row("per accepted", "", "", "", "",
+        table.add_row("per accepted", "", "", "", "", "",
                       f"{extra['phase1_attempts']:.2f} Phase I + {extra['phase2_attempts']:.2f} Phase II attempts, "
                       f"{extra['usd']:.4f} USD ({extra['accepted']} accepted)")
     return table
@@ -97,16 +122,17 @@ def _table(data: dict[str, Any], extra: dict[str, float | None]) -> Table:
 
 @click.command("funnel")
 @click.option("--json", "as_json", is_flag=True,
-              help='Print {"gates": {GATE: {"seen", "passed", "rejected", "reasons"}}, "items": {STATE: n}, '
-                   '"max_attempts": {"phase1", "phase2"}} as JSON.')
+              help='Print {"gates": {GATE: {"seen", "passed", "rejected", "checker_faults", "reasons", '
+                   '"fault_reasons"}}, "items": {STATE: n}, "max_attempts": {"phase1", "phase2"}} as JSON.')
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
               help="How many of the most frequent rejection reasons to list per gate.")
 @click.pass_context
 def funnel_command(ctx: click.Context, as_json: bool, top: int) -> None:
-    """Per gate (C1, C2.1, C2.2, C3, D2, D3, D4): attempts seen, passed and rejected, the top reasons for
-    rejecting; items per state; the most attempts any seed used per phase; attempts and cost per
-    accepted question. An unreadable generator reply counts against its phase's structural gate
-    (C1, D2)."""
+    """Per gate (C1, C2.1, C2.2, C3, D2, D3, D4): attempts seen (decided), passed and rejected, the top
+    reasons for rejecting, and checker faults (the gate's own model gave no usable reply: nothing was
+    decided and the step was tried again); items per state; the most attempts any seed used per phase;
+    attempts and cost per accepted question. An unreadable generator reply counts against its phase's
+    structural gate (C1, D2)."""
     settings = settings_of(ctx)
     data = funnel(settings, top)
     if as_json:

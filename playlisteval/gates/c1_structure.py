@@ -1,19 +1,34 @@
-"""SPEC C1: the structural gate, no model. Paragraphs, parseable citations, evidence per segment.
+"""SPEC C1: the structural gate, no model. The question's Bloom keyword (SPEC B2), paragraphs, parseable
+citations, evidence per segment.
 
 Reasons start with a stable kind ("too few paragraphs: …") so the funnel can count them by kind.
 """
 
 from __future__ import annotations
 
+import re
+
 from playlisteval.config import BuildSettings
 from playlisteval.gates import GateVerdict
 from playlisteval.gates.citations import chunks_by_clip, count_paragraphs, parse_citations
 
 
+def has_keyword(question: str, keyword: str) -> bool:
+    """SPEC B2: the question contains its keyword word for word (any case, any spacing inside a
+    several-word keyword such as "find out"); "use" is not found in "user" or "reused"."""
+    words = [re.escape(w) for w in keyword.split()]
+    return bool(words) and re.search(r"(?<![\w-])" + r"\s+".join(words) + r"(?![\w-])", question, re.I) is not None
+
+
 def check(
     answer: str, cfg: BuildSettings, chunk_s: float, clip_lengths: dict[int, float] | None = None,
-    offsets: dict[int, float] | None = None,
+    offsets: dict[int, float] | None = None, *, question: str = "", keyword: str = "",
 ) -> GateVerdict:
+    """``keyword``: the Bloom keyword drawn for the request that wrote ``question`` (none: not checked,
+    e.g. a question stored before keywords were)."""
+    if keyword.strip() and not has_keyword(question, keyword):
+        return GateVerdict.reject("C1", f"Bloom keyword missing: the question does not contain {keyword.strip()!r}",
+                                  keyword=keyword.strip())
     paragraphs = count_paragraphs(answer)
     if paragraphs < cfg.min_paragraphs:
         return GateVerdict.reject("C1", f"too few paragraphs: {paragraphs}, at least {cfg.min_paragraphs} required",

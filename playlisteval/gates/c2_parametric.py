@@ -14,12 +14,12 @@ if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
 
 def check(ctx: StepContext, question: str, gold: str, attempt: int) -> GateVerdict:
     yes_a, details_a, calls = answer_then_verify(
-        ctx, "c2_parametric_answer.j2", {}, "C2_parametric_answer_a", "C2_parametric_verify_a",
+        ctx, "C2.2", "c2_parametric_answer.j2", {}, "C2_parametric_answer_a", "C2_parametric_verify_a",
         question, gold, attempt)
     details = {"a": details_a}
     if yes_a:  # only a "Yes" from A is worth a second opinion
         yes_b, details_b, more = answer_then_verify(
-            ctx, "c2_parametric_answer.j2", {}, "C2_parametric_answer_b", "C2_parametric_verify_b",
+            ctx, "C2.2", "c2_parametric_answer.j2", {}, "C2_parametric_answer_b", "C2_parametric_verify_b",
             question, gold, attempt)
         calls += more
         details["b"] = details_b

@@ -21,7 +21,7 @@ def check(ctx: StepContext, question: str, gold: str, clips: tuple[Clip, Clip], 
 
     windows = transcript_windows(ctx.engine, clips, ctx.rng("C2.1"), ctx.settings.index.chunk_s)
     said_yes, details, calls = answer_then_verify(
-        ctx, "c2_transcript_answer.j2", {"windows": windows}, "C2_transcript_answer", "C2_transcript_verify",
+        ctx, "C2.1", "c2_transcript_answer.j2", {"windows": windows}, "C2_transcript_answer", "C2_transcript_verify",
         question, gold, attempt,
     )
     details["windows"] = len(windows)

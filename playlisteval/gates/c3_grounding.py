@@ -1,12 +1,12 @@
 """SPEC C3: a third family gets the prompt, then each full segment (no audio, fit ``verify_size``, at
 ``verify_fps``) followed by its full transcript, with hop 1, hop 2 and bridge as a checklist to verify.
-The question is kept only when both verdicts are "Yes"."""
+The question is kept only when both verdicts are "Yes"; no usable verdict is a checker fault."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from playlisteval.gates import GateVerdict
+from playlisteval.gates import GateVerdict, unusable
 from playlisteval.models.request import ModelRequest, Part, TextPart, VideoPart
 from playlisteval.prompts.render import render
 
@@ -38,17 +38,16 @@ def check(ctx: StepContext, qa: dict[str, Any], clips: tuple[Clip, Clip], attemp
     response = ctx.runner.call(request)
     calls = [response.call_id] if response.call_id else []
     if response.malformed or response.parsed is None:
-        # no verdict is no evidence of grounding: the question is not kept
-        verdict = GateVerdict.reject("C3", f"verifier output unusable: {response.malformed_reason}")
+        # no verdict is evidence neither way: not kept, not rejected (no feedback), asked again later
+        raise unusable("C3", "C3", response)
+    g = response.parsed
+    if g["query_grounded"] != "Yes":
+        verdict = GateVerdict.reject("C3", "question not grounded in the videos: "
+                                     + g["query_grounding_explanation"][:300], **g)
+    elif g["answer_grounded"] != "Yes":
+        verdict = GateVerdict.reject("C3", "answer not grounded in the videos: "
+                                     + g["answer_grounding_explanation"][:300], **g)
     else:
-        g = response.parsed
-        if g["query_grounded"] != "Yes":
-            verdict = GateVerdict.reject("C3", "question not grounded in the videos: "
-                                         + g["query_grounding_explanation"][:300], **g)
-        elif g["answer_grounded"] != "Yes":
-            verdict = GateVerdict.reject("C3", "answer not grounded in the videos: "
-                                         + g["answer_grounding_explanation"][:300], **g)
-        else:
-            verdict = GateVerdict.ok("C3", "question and answer grounded in the videos", **g)
+        verdict = GateVerdict.ok("C3", "question and answer grounded in the videos", **g)
     verdict.call_ids = calls
     return verdict

@@ -1,6 +1,7 @@
 """SPEC D3: a text-only judge ranks the gold (citations stripped) and the four wrong answers, shuffled
 and formatted identically, with the causal attributes as rubric. A second judge runs only if the first
-recovered the intended order exactly; the set is rejected only when both recover it."""
+recovered the intended order exactly; the set is rejected only when both recover it. A judge whose
+reply is not a ranking of the five (after the runner's repairs) is a checker fault, not "not recovered"."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from playlisteval.gates import GateVerdict
 from playlisteval.gates.citations import uniform
-from playlisteval.gates.ranking import ranked_ratings
+from playlisteval.gates.ranking import read_ranking, validator
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
 
@@ -33,10 +34,10 @@ def check(ctx: StepContext, question: str, gold: str, payload: dict[str, Any], a
         request = ModelRequest(role=role, parts=[TextPart(text=prompt)], response_schema="Ranking",
                                template="d3_text_rank.j2", template_hash=digest, attempt=attempt,
                                item_id=ctx.item_id)
-        response = ctx.runner.call(request)
+        response = ctx.runner.call(request, validate=validator(len(order)))
         if response.call_id:
             calls.append(response.call_id)
-        ranking = ranked_ratings(response.parsed, order)
+        ranking = read_ranking("D3", role, response, order, calls)
         details[role] = ranking
         if ranking != INTENDED:  # this judge could not see the order: no need to ask the next one
             recovered_by_all = False

@@ -1,5 +1,6 @@
 """SPEC D4: the video verifier ranks the four wrong answers (gold left out), each shown with its own
-degradation record, from the same video inputs as C3. Passes only on the exact order 4 ≻ 3 ≻ 2 ≻ 1."""
+degradation record, from the same video inputs as C3. Passes only on the exact order 4 ≻ 3 ≻ 2 ≻ 1; a
+reply that is no ranking of the four (after the runner's repairs) is a checker fault, not a rejection."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from playlisteval.gates import GateVerdict
 from playlisteval.gates.c3_grounding import video_parts
 from playlisteval.gates.citations import uniform
-from playlisteval.gates.ranking import ranked_ratings
+from playlisteval.gates.ranking import read_ranking, validator
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
 
@@ -32,14 +33,10 @@ def check(ctx: StepContext, question: str, payload: dict[str, Any], clips: tuple
     request = ModelRequest(role="D4", parts=[TextPart(text=prompt), *video_parts(ctx, clips)],
                            response_schema="Ranking", template="d4_video_rank.j2", template_hash=digest,
                            attempt=attempt, item_id=ctx.item_id)
-    response = ctx.runner.call(request)
-    ranking = ranked_ratings(response.parsed, order)
+    response = ctx.runner.call(request, validate=validator(len(order)))
+    ranking = read_ranking("D4", "D4", response, order)
     if ranking == INTENDED:
         verdict = GateVerdict.ok("D4", "the video confirms 4 ≻ 3 ≻ 2 ≻ 1", ranking=ranking, shown_order=order)
-    elif ranking is None:
-        verdict = GateVerdict.reject("D4", "no usable video ranking: "
-                                     + (response.malformed_reason or "incomplete ranking")[:200],
-                                     ranking=None, shown_order=order)
     else:
         verdict = GateVerdict.reject("D4", "video ranking differs from 4 ≻ 3 ≻ 2 ≻ 1: "
                                      + " ≻ ".join(map(str, ranking)), ranking=ranking, shown_order=order)

@@ -1,10 +1,12 @@
 """SPEC C2.3: a text-only answer ({explanation, answer}) and a verdict on it ({explanation, judgement}).
-Only the answer — not the reasoning — reaches the verifier."""
+Only the answer — not the reasoning — reaches the verifier. An answerer or verifier whose reply stays
+unusable after the runner's repairs is a checker fault: it neither rejects nor passes the question."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from playlisteval.gates import unusable
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
 
@@ -20,21 +22,22 @@ def _ask(ctx: StepContext, role: str, template: str, schema: str, attempt: int, 
 
 
 def answer_then_verify(
-    ctx: StepContext, answer_template: str, extra: dict[str, Any], answer_role: str, verify_role: str,
-    question: str, gold: str, attempt: int,
+    ctx: StepContext, gate: str, answer_template: str, extra: dict[str, Any], answer_role: str,
+    verify_role: str, question: str, gold: str, attempt: int,
 ) -> tuple[bool, dict[str, Any], list[int]]:
-    """(verifier said Yes, details, ledger ids). A malformed reply counts as "No": it cannot reject."""
+    """(verifier said Yes, details, ledger ids); raises CheckerFault for ``gate`` when either reply is
+    unusable (a "No" would pass the question on no evidence)."""
     answered = _ask(ctx, answer_role, answer_template, "TextAnswer", attempt, question=question, **extra)
     calls = [answered.call_id] if answered.call_id else []
     if answered.malformed or answered.parsed is None:
-        return False, {"answer": None, "note": "answerer output malformed"}, calls
+        raise unusable(gate, answer_role, answered, calls)
     candidate = answered.parsed["answer"]
     verdict = _ask(ctx, verify_role, "c2_verify.j2", "Verdict", attempt, question=question, gold=gold,
                    candidate=candidate)
     if verdict.call_id:
         calls.append(verdict.call_id)
     if verdict.malformed or verdict.parsed is None:
-        return False, {"answer": candidate, "judgement": None, "note": "verifier output malformed"}, calls
+        raise unusable(gate, verify_role, verdict, calls)
     said_yes = verdict.parsed["judgement"] == "Yes"
     return said_yes, {"answer": candidate, "judgement": verdict.parsed["judgement"],
                       "explanation": verdict.parsed["explanation"]}, calls

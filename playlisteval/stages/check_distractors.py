@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from playlisteval.errors import CheckerFault
 from playlisteval.gates import GateVerdict, d2_structure, d3_text_ranking, d4_video_ranking, first_rejection
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
@@ -30,7 +31,11 @@ def run(ctx: StepContext) -> StepResult:
         qa = s.get(QA, dset.qa_id) if dset else None
     if dset is None or qa is None:
         raise LookupError(f"item {ctx.item_id} has no distractor set to check")
-    ran = verdicts(ctx, qa, dset)
+    try:
+        ran = verdicts(ctx, qa, dset)
+    except CheckerFault as fault:  # no verdict: the step records the fault and is tried again
+        fault.phase, fault.attempt = 2, dset.attempt
+        raise
     rows = gate_rows(ctx.item_id, 2, dset.attempt, ran, dset.payload or {})
     last = ran[-1]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from playlisteval.errors import CheckerFault
 from playlisteval.gates import GateVerdict, c1_structure, c2_parametric, c2_transcript, c3_grounding, first_rejection
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
@@ -19,7 +20,8 @@ def verdicts(ctx: StepContext, qa: QA) -> list[GateVerdict]:
     lengths = {c.number: c.length for c in clips}
     offsets = {c.number: c.start for c in clips}
     return first_rejection((
-        lambda: c1_structure.check(qa.answer, ctx.settings.build, ctx.settings.index.chunk_s, lengths, offsets),
+        lambda: c1_structure.check(qa.answer, ctx.settings.build, ctx.settings.index.chunk_s, lengths, offsets,
+                                   question=qa.question, keyword=qa.keyword),
         lambda: c2_transcript.check(ctx, qa.question, qa.answer, clips, qa.attempt),
         lambda: c2_parametric.check(ctx, qa.question, qa.answer, qa.attempt),
         lambda: c3_grounding.check(ctx, payload, clips, qa.attempt),
@@ -32,7 +34,11 @@ def run(ctx: StepContext) -> StepResult:
         qa = s.get(QA, item.current_qa_id) if item and item.current_qa_id else None
     if qa is None:
         raise LookupError(f"item {ctx.item_id} has no current question to check")
-    ran = verdicts(ctx, qa)
+    try:
+        ran = verdicts(ctx, qa)
+    except CheckerFault as fault:  # no verdict: the step records the fault and is tried again
+        fault.phase, fault.attempt = 1, qa.attempt
+        raise
     rows = gate_rows(ctx.item_id, 1, qa.attempt, ran, qa.payload or {})
     last = ran[-1]
 
