@@ -10,10 +10,14 @@ from sqlmodel import col, select
 
 from playlisteval.actors import App
 from playlisteval.actors.step import limits_for
+from playlisteval.bounded import bounds_of, create_items
 from playlisteval.broker import is_redis
 from playlisteval.config import Settings
+from playlisteval.errors import ConfigError
 from playlisteval.gates.preflight import preflight
+from playlisteval.models.preflight import check_build
 from playlisteval.models.runner import BUDGET_KEY, PAUSED_KEY, budget_usd, spent_usd
+from playlisteval.models.simulated import is_simulated
 from playlisteval.state import State
 from playlisteval.store import items, open_store, transaction
 from playlisteval.store.tables import GateResult, Item, KeyValue, ModelCall, Seed
@@ -29,6 +33,8 @@ class BuildOutcome:
 
 def set_budget(settings: Settings, budget: float | None) -> None:
     """Record a new budget for every worker, and lift a budget pause."""
+    if budget is not None and budget < 0:
+        raise ConfigError(f"a budget must not be negative (got {budget} USD); 0 means no budget")
     engine = open_store(settings)
     with transaction(engine) as s:
         if budget is not None:
@@ -38,25 +44,51 @@ def set_budget(settings: Settings, budget: float | None) -> None:
             s.delete(paused)
 
 
+def check(settings: Settings) -> None:
+    """Refuse to start, before anything is created or called, on a configuration that cannot run."""
+    preflight(settings)  # SPEC C4 and the prompt folder
+    check_build(settings, open_store(settings))  # SDKs, keys, prices; no sim on videos synth did not make
+
+
+def _paused(app: App) -> bool:
+    with transaction(app.engine) as s:
+        return s.get(KeyValue, PAUSED_KEY) is not None
+
+
 def build(settings: Settings, budget: float | None = None, on_tick: Callable[[], None] | None = None,
-          app: App | None = None) -> BuildOutcome:
-    preflight(settings)  # SPEC C4 and the prompt folder: refuse to start on a bad configuration
+          app: App | None = None, max_items: int | None = None) -> BuildOutcome:
+    """Create items for seeds that have none (within the bounds of bounded.py) and run them.
+
+    In this process, with a per-domain target of accepted questions, items discarded or failed on
+    the way leave room: new ones are created in further waves until the target or the seeds run out.
+    """
+    if max_items is not None and max_items < 0:
+        raise ConfigError(f"--max-items must not be negative (got {max_items})")
+    check(settings)
     set_budget(settings, budget)
     app = app or App(settings)
-    created = items.create_items(app.engine)
+    bounds = bounds_of(settings, max_items)
+    created = create_items(app.engine, bounds, settings.project.seed)
     work = [(i, State.PENDING) for i in created]
     if not is_redis(settings.broker.url):
         # nothing survives in an in-process queue: pick up whatever an earlier run left unfinished
         seen = set(created)
         work += [(i, st) for i, st in items.resumable(app.engine) if i not in seen]
-        run_foreground(app, work, on_tick)
-        return BuildOutcome(len(created), len(work), True)
+        total_created, processed = len(created), len(work)
+        while work:
+            run_foreground(app, work, on_tick)
+            if not bounds.target_per_domain or _paused(app):
+                break
+            more = create_items(app.engine, bounds, settings.project.seed)
+            work = [(i, State.PENDING) for i in more]
+            total_created, processed = total_created + len(more), processed + len(more)
+        return BuildOutcome(total_created, processed, True)
     return BuildOutcome(len(created), enqueue_all(app, work), False)
 
 
 def resume(settings: Settings, budget: float | None = None, on_tick: Callable[[], None] | None = None,
            app: App | None = None) -> BuildOutcome:
-    preflight(settings)
+    check(settings)
     set_budget(settings, budget)
     app = app or App(settings)
     work = items.resumable(app.engine)
@@ -88,6 +120,7 @@ class Status:
     tokens: int
     failures: list[tuple[int, str]] = field(default_factory=list)
     rejections: dict[str, int] = field(default_factory=dict)
+    simulated: bool = False  # built by the sim world: its numbers exercise the machinery only
 
     @property
     def items(self) -> int:
@@ -119,4 +152,5 @@ def status(settings: Settings) -> Status:
         seeds=int(seeds), states=items.counts(engine), phase1_attempts=int(p1), phase2_attempts=int(p2),
         spent_usd=spent_usd(engine), budget_usd=budget, paused=paused, calls=int(calls),
         cache_hits=int(hits), tokens=int(tokens), failures=failures, rejections=rejections,
+        simulated=is_simulated(engine, "build"),
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from playlisteval import logs
 from playlisteval.cli_support import console, err_console
@@ -20,7 +21,8 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except PlaylistEvalError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            # escaped: a message naming "[prices]" or a model's text is not markup
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             sys.exit(1)
         except OSError as exc:  # a path that cannot be read or written: one line, no traceback
             where = f" {exc.filename}" if getattr(exc, "filename", None) else ""

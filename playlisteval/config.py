@@ -84,7 +84,11 @@ class IndexSettings(_Section):
 class BuildSettings(_Section):
     attempts_per_phase: int = 6
     phase2_per_question: int = 3
-    budget_usd: float = 0
+    budget_usd: float = Field(default=0, ge=0)  # USD for the build's calls; 0 = no budget (never negative)
+    # bounded builds: stop creating new items once reached (0 = no bound)
+    max_items: int = Field(default=0, ge=0)  # items in the store, all states (`build --max-items`)
+    target_accepted_per_domain: int = Field(default=0, ge=0)  # accepted questions wanted per domain
+    max_items_per_segment: int = Field(default=0, ge=0)  # items that may draw on one segment
     malformed_retries: int = 2
     min_chunks_per_segment: int = 2
     min_chunks_total: int = 4
@@ -185,6 +189,7 @@ class SelectSettings(_Section):
     pairs_per_domain: int = 90  # [F3] second level: kept pairs drawn per domain
     difficulty_evidence: str = "retrieved"  # [F2] what the weak judges see: retrieved / uniform / oracle
     difficulty_scope: str = "domain"  # [F2] the corpus they see it from
+    budget_usd: float = Field(default=0, ge=0)  # USD for the difficulty gate's calls; 0 = no budget
 
 
 class EvalSettings(_Section):
@@ -210,6 +215,7 @@ class EvalSettings(_Section):
     workers: int = 4  # items judged at once
     segment_top_chunks: int = 3  # [R1] a segment scores the mean of its best chunks' similarities
     retrieval_k: int = 10  # [R2]
+    budget_usd: float = Field(default=0, ge=0)  # USD for judge runs' calls; 0 = no budget
 
 
 DEFAULT_MODELS: dict[str, str] = {
@@ -281,8 +287,13 @@ class Settings(BaseModel):
         except KeyError:
             raise ConfigError(f"no model configured for role {role!r} in [models]") from None
 
+    def has_price(self, model_spec: str) -> bool:
+        """Whether [prices] names the model (exactly or as "provider/*"); an explicit 0 counts as a price."""
+        return model_spec in self.prices or f"{model_spec.split('/', 1)[0]}/*" in self.prices
+
     def price_for(self, model_spec: str) -> Price:
-        """Exact "provider/model" entry first, then "provider/*"; unknown models cost 0 (and say so)."""
+        """Exact "provider/model" entry first, then "provider/*"; an unknown model costs 0 here, which is why
+        the preflight of build, select and eval refuses a model with no price (models/preflight.py)."""
         if model_spec in self.prices:
             return self.prices[model_spec]
         provider = model_spec.split("/", 1)[0]

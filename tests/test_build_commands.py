@@ -52,7 +52,8 @@ def test_a_permanent_error_fails_the_item_with_the_error_kept_and_retry_failed_r
     runner = CliRunner()
     env = {"PLAYLISTEVAL_MODELS__C3": "hf/no-such-local-model",
            **{f"PLAYLISTEVAL_SIM__{k.split('__')[1].upper()}": "0" for k in QUIET_SIM}}
-    assert runner.invoke(main, ["--project", str(tmp_path), "build"], env=env).exit_code == 0
+    # finished, with a failed item: exit status 3 (INCOMPLETE), not 0
+    assert runner.invoke(main, ["--project", str(tmp_path), "build"], env=env).exit_code == 3
     st = status(broken)
     assert st.states == {"failed": 1}
     assert "no-such-local-model" in st.failures[0][1]

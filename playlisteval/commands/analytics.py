@@ -117,6 +117,8 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool) ->
             write_report(an, settings, out, benchmark)
         if not quiet:
             print_leaderboard(an, choose_benchmark(an, benchmark))
+    if not quiet:
+        _label_simulated(settings)
     console.print(f"wrote {out}")
 
 
@@ -127,9 +129,18 @@ def leaderboard(ctx: click.Context, benchmark: str | None) -> None:
     """Print the judge leaderboard: accuracy with retrieved and uniform evidence, and the difference."""
     from playlisteval.analytics.report import choose_benchmark
 
-    _settings, an = _open(ctx)
+    settings, an = _open(ctx)
     with an:
         print_leaderboard(an, choose_benchmark(an, benchmark))
+    _label_simulated(settings)
+
+
+def _label_simulated(settings: Any) -> None:
+    from playlisteval.models.simulated import NOTE, is_simulated
+    from playlisteval.store import open_store
+
+    if is_simulated(open_store(settings)):
+        console.print(f"[yellow]{NOTE}[/]", highlight=False)
 
 
 COMMANDS: list[click.Command] = [sql, report, leaderboard]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
 from rich.live import Live
 from rich.table import Table
 
+from playlisteval import exitcodes
 from playlisteval.cli_support import console, settings_of
 from playlisteval.state import WORKING, State
 
@@ -24,42 +26,54 @@ def _live_status(settings: Any) -> tuple[Live, Any]:
     return live, tick
 
 
-_BUDGET_HELP = "Budget in USD for this build's model calls (0 = none). The build pauses when it is reached."
+_BUDGET_HELP = ("Budget in USD for the build's model calls, all runs of this store together (0 = none; "
+                "default: [build] budget_usd). The build pauses when it is reached.")
+_BUDGET = click.FloatRange(min=0)  # a negative budget is a usage error, not "unlimited"
+_EXIT_HELP = "Exit status: 0 done; 1 error; 2 usage; 3 finished with failed items; 4 paused by the budget."
 
 
-@click.command()
-@click.option("--budget", type=float, default=None, help=_BUDGET_HELP)
+@click.command(epilog=_EXIT_HELP)
+@click.option("--budget", type=_BUDGET, default=None, help=_BUDGET_HELP)
+@click.option("--max-items", type=click.IntRange(min=0), default=None,
+              help="Create no new item once the store holds this many (default: [build] max_items; 0 = no bound). "
+                   "[build] target_accepted_per_domain and max_items_per_segment bound it further.")
 @click.pass_context
-def build(ctx: click.Context, budget: float | None) -> None:
+def build(ctx: click.Context, budget: float | None, max_items: int | None) -> None:
     """Create an item for every seed that has none and run the items through the state machine.
 
     With the in-process broker (the default) the items run to the end here, with a live display; with
     a Redis broker they are enqueued for `playlisteval worker` processes and the command returns.
+    Before anything is created it checks every role's SDK, API key and price, and that the sim plays
+    only on videos `synth` made.
     """
     from playlisteval.build import build as run_build
+    from playlisteval.build import check
 
     settings = settings_of(ctx)
+    check(settings)  # a configuration that cannot run is one message, before any display or item
     live, tick = _live_status(settings)
     with live:
-        outcome = run_build(settings, budget=budget, on_tick=tick)
-    _after_run(settings, outcome, f"created {outcome.created} item(s)")
+        outcome = run_build(settings, budget=budget, on_tick=tick, max_items=max_items)
+    sys.exit(_after_run(settings, outcome, f"created {outcome.created} item(s)"))
 
 
-@click.command()
-@click.option("--budget", type=float, default=None, help=_BUDGET_HELP)
+@click.command(epilog=_EXIT_HELP)
+@click.option("--budget", type=_BUDGET, default=None, help=_BUDGET_HELP)
 @click.pass_context
 def resume(ctx: click.Context, budget: float | None) -> None:
     """Re-enqueue every unfinished item whose lease has expired (after a crash, a stop or a budget pause)."""
+    from playlisteval.build import check
     from playlisteval.build import resume as run_resume
 
     settings = settings_of(ctx)
+    check(settings)
     live, tick = _live_status(settings)
     with live:
         outcome = run_resume(settings, budget=budget, on_tick=tick)
-    _after_run(settings, outcome, "resumed")
+    sys.exit(_after_run(settings, outcome, "resumed"))
 
 
-@click.command("retry-failed")
+@click.command("retry-failed", epilog=_EXIT_HELP)
 @click.pass_context
 def retry_failed(ctx: click.Context) -> None:
     """Put failed items back in the state they failed in, and resume them."""
@@ -70,10 +84,24 @@ def retry_failed(ctx: click.Context) -> None:
     with live:
         moved = run_retry(settings, on_tick=tick)
     console.print(f"retried {len(moved)} failed item(s)")
+    sys.exit(_exit_code(settings) if moved else exitcodes.DONE)
 
 
-def _after_run(settings: Any, outcome: Any, what: str) -> None:
+def _exit_code(settings: Any) -> int:
+    """After a run in this process: paused by the budget, else failed items left, else done."""
     from playlisteval.build import status as read_status
+
+    st = read_status(settings)
+    if st.paused:
+        return exitcodes.PAUSED
+    return exitcodes.INCOMPLETE if st.states.get(State.FAILED.value, 0) else exitcodes.DONE
+
+
+def _after_run(settings: Any, outcome: Any, what: str) -> int:
+    """Say what happened; the exit code (a build handed to Redis workers is done once enqueued)."""
+    from playlisteval.build import status as read_status
+    from playlisteval.models.simulated import is_simulated
+    from playlisteval.store import open_store
 
     console.print()
     if outcome.foreground:
@@ -83,6 +111,13 @@ def _after_run(settings: Any, outcome: Any, what: str) -> None:
     st = read_status(settings)
     if st.paused:
         console.print(f"[yellow]paused:[/] {st.paused}\nRaise it with `playlisteval resume --budget USD`.")
+    failed = st.states.get(State.FAILED.value, 0)
+    if failed:
+        console.print(f"[red]{failed} item(s) failed[/]: `playlisteval status` shows why; "
+                      "`playlisteval retry-failed` after fixing it")
+    if is_simulated(open_store(settings), "build"):
+        console.print("[yellow]simulated:[/] the items were built by the sim world (synthetic playlists)")
+    return _exit_code(settings) if outcome.foreground else exitcodes.DONE
 
 
 @click.command()
@@ -115,7 +150,8 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
 
 
 def _status_table(st: Any) -> Table:
-    table = Table(title=f"{st.items} item(s) from {st.seeds} seed(s)", show_header=True)
+    simulated = " — SIMULATED (sim world)" if st.simulated else ""
+    table = Table(title=f"{st.items} item(s) from {st.seeds} seed(s){simulated}", show_header=True)
     table.add_column("state")
     table.add_column("items", justify="right")
     for state in State:

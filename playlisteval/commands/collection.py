@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from playlisteval.cli_support import console, settings_of
+from playlisteval.errors import MediaError
 
 
 @click.command()
@@ -48,12 +49,20 @@ def synth(out: Path, domains: int, playlists: int, videos: int, minutes: float, 
 def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifest: Path | None) -> None:
     """Add videos to DOMAIN: each folder is a playlist; a file joins the playlist of its folder.
 
-    Missing, corrupt, zero-length or non-video entries are reported and skipped. Adding again changes
-    nothing; new videos are the only ones indexed next.
+    A PATH (or a manifest row's file) that does not exist is an error, and nothing is added. Corrupt,
+    zero-length or non-video entries are reported and skipped. Adding again changes nothing; new
+    videos are the only ones indexed next.
     """
     from playlisteval.index.collection import add_manifest, add_paths
+    from playlisteval.index.manifest import read_manifest
     from playlisteval.store import open_store
 
+    listed = list(paths) if manifest is None else [e.path for e in read_manifest(manifest) if e.path is not None]
+    missing = [str(p) for p in listed if not p.expanduser().exists()]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        where = f" (listed in {manifest})" if manifest is not None else ""
+        raise MediaError(shown, f"no such file or folder{where}; nothing was added")
     engine = open_store(settings_of(ctx))
     if manifest is not None:
         report = add_manifest(engine, manifest)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from playlisteval import exitcodes
 from playlisteval.cli_support import console, settings_of
 from playlisteval.commands.eval_group import eval_group
 
@@ -41,10 +43,13 @@ def _bar(enabled: bool = True) -> Iterator[Any]:
               help="First level (SPEC F3): accepted questions sampled per domain; 0 = the smallest domain's count.")
 @click.option("--pairs-per-domain", type=click.IntRange(min=1), default=None,
               help="Second level (SPEC F3): kept pairs drawn per domain.")
+@click.option("--budget", type=click.FloatRange(min=0), default=None,
+              help="USD the difficulty gate's calls may spend, all selections of this store together "
+                   "(0 = none; default: [select] budget_usd).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context
 def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int | None,
-               pairs_per_domain: int | None, as_json: bool) -> None:
+               pairs_per_domain: int | None, budget: float | None, as_json: bool) -> None:
     """Draw the benchmark from the accepted items (SPEC F).
 
     \b
@@ -55,10 +60,17 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
     4. draw the kept pairs per domain (seeded), each with its Model A side drawn from the shared seed.
     Questions with a drawn pair move to `selected`, those with no kept pair to `too_easy`. Running it
     again under the same name changes nothing; an interrupted gate resumes where it stopped.
+    Exit status 3 when weak-judge calls failed.
     """
+    from playlisteval.models.preflight import check_select
+    from playlisteval.models.simulated import is_simulated
     from playlisteval.select.sampling import select_benchmark
+    from playlisteval.store import open_store
 
     settings = settings_of(ctx)
+    check_select(settings, open_store(settings))  # SDKs, keys, prices, sim world: before anything is made
+    if budget is not None:
+        settings.select.budget_usd = budget
     if questions_per_domain is not None:
         settings.select.questions_per_domain = questions_per_domain
     if pairs_per_domain is not None:
@@ -69,8 +81,9 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
         click.echo(json.dumps({
             "benchmark_id": out.benchmark_id, "name": out.name, "created": out.created, "pairs": out.pairs,
             "domains": {d: vars(v) for d, v in out.domains.items()}, "gate": vars(out.gate),
-            "selected": out.selected, "too_easy": out.too_easy, "warnings": out.warnings}))
-        return
+            "selected": out.selected, "too_easy": out.too_easy, "warnings": out.warnings,
+            "simulated": is_simulated(open_store(settings))}))
+        sys.exit(exitcodes.INCOMPLETE if out.gate.errors else exitcodes.DONE)
     table = Table(title=f"benchmark {out.name!r}" + ("" if out.created else " (already drawn)"))
     for column in ("domain", "accepted", "sampled", "kept pairs", "pairs drawn", "questions"):
         table.add_column(column, justify="left" if column == "domain" else "right")
@@ -85,19 +98,24 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
     console.print(f"items moved: {out.selected} selected, {out.too_easy} too easy")
     for warning in out.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if is_simulated(open_store(settings)):
+        console.print("[yellow]simulated:[/] built and gated by the sim world (synthetic playlists)")
+    sys.exit(exitcodes.INCOMPLETE if out.gate.errors else exitcodes.DONE)
 
 
 @click.command("export")
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--benchmark", default=None, help="Benchmark name (default: [select] benchmark).")
+@click.option("--force", is_flag=True, help="Write into OUT even when it is not empty (its files of the same "
+                                            "names are overwritten).")
 @click.pass_context
-def export_cmd(ctx: click.Context, out: Path, benchmark: str | None) -> None:
+def export_cmd(ctx: click.Context, out: Path, benchmark: str | None, force: bool) -> None:
     """Write the benchmark to OUT: data/test.parquet, data/test.jsonl, README.md (a dataset card with the
     SPEC F4 statistics) and stats.json. Load it with
     `datasets.load_dataset("parquet", data_files="OUT/data/test.parquet")`."""
     from playlisteval.select.export import export
 
-    report = export(settings_of(ctx), out, benchmark)
+    report = export(settings_of(ctx), out, benchmark, force=force)
     st = report.stats
     console.print(f"wrote {report.rows} pair(s) to {out}: " + ", ".join(str(p.relative_to(out)) for p in report.files))
     console.print(f"{st.sampled_after} question(s); gaps {st.pairs_by_gap}; longer answer wins "
@@ -129,12 +147,15 @@ _MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+a
 @click.option("--audio-mode", type=click.Choice(["track", "turns"]), default=None,
               help="One merged audio track with pauses, or one audio part per chunk.")
 @click.option("--retriever", default=None, help="Embedder that ranks chunks for retrieved evidence.")
+@click.option("--budget", type=click.FloatRange(min=0), default=None,
+              help="USD judge runs' calls may spend, all runs of this store together (0 = none; "
+                   "default: [eval] budget_usd).")
 @click.option("--json", "as_json", is_flag=True, help="Print each run's summary as a JSON line.")
 @click.pass_context
 def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None, evidence: str | None,
               scope: str | None, swap: bool, modality: str | None, frames: int | None, size: str | None,
               thinking: str | None, media_resolution: str | None, audio_speed: float | None,
-              audio_mode: str | None, retriever: str | None, as_json: bool) -> None:
+              audio_mode: str | None, retriever: str | None, budget: float | None, as_json: bool) -> None:
     """Run judges over the benchmark's pairs with the G4 prompt (SPEC G).
 
     Each (judge, settings) is one run, stored with its settings; asking again continues an unfinished
@@ -143,8 +164,15 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     """
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions, parse_size
+    from playlisteval.models.preflight import check_judges
+    from playlisteval.models.simulated import is_simulated
+    from playlisteval.store import open_store
 
     settings = settings_of(ctx)
+    # every judge's SDK, key and price, and no sim judge on real videos: before any run is created
+    check_judges(settings, judges or settings.eval.panel, open_store(settings))
+    if budget is not None:
+        settings.eval.budget_usd = budget
     options = JudgeOptions.from_settings(
         settings, evidence=evidence, scope=scope, swap=swap, modality=modality, frames=frames,
         size=parse_size(size) if size else None, thinking=thinking, media_resolution=media_resolution,
@@ -160,7 +188,8 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
         if as_json:
             click.echo(json.dumps({"run_id": summary.run_id, "judge": summary.judge, "pairs": summary.pairs,
                                    "accuracy": summary.accuracy, "outcomes": summary.outcomes,
-                                   "by_domain": summary.by_domain, "settings": options.as_settings()}))
+                                   "by_domain": summary.by_domain, "settings": options.as_settings(),
+                                   "simulated": is_simulated(open_store(settings))}))
     if as_json:
         return
     sides = "swapped" if options.swap else "forward"
@@ -174,6 +203,9 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
         table.add_row(str(s.run_id), s.judge, str(s.pairs), f"{100 * s.accuracy:.1f}%", str(s.no_verdict),
                       *(f"{100 * s.by_domain[d]:.1f}%" if d in s.by_domain else "-" for d in domains))
     console.print(table)
+    if is_simulated(open_store(settings)):
+        console.print("[yellow]simulated:[/] a benchmark or judge of the sim world: these accuracies test the "
+                      "machinery only")
 
 
 @eval_group.command("retrieve")

@@ -38,6 +38,18 @@ def extra_for(provider: str) -> str | None:
     return _KNOWN[provider][2]
 
 
+def provider_class(name: str) -> type:
+    """The class of provider ``name``, its module imported (ProviderNotAvailable when its SDK is missing)."""
+    module_name, class_name, extra = _KNOWN[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = f" (pip install 'playlisteval[{extra}]')" if extra else ""
+        raise ProviderNotAvailable(f"provider {name!r} is not available: {exc}{hint}") from exc
+    cls: type = getattr(module, class_name)
+    return cls
+
+
 class Registry:
     """One provider instance per name per process (SDK clients are kept alive and reused)."""
 

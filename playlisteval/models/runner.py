@@ -205,7 +205,7 @@ class Runner:
     def _reserve(self, key: str, spec: str, request: ModelRequest, estimate: float) -> int:
         provider, model = split_spec(spec)
         with transaction(self.engine) as s:
-            budget = budget_usd(s, self.settings)
+            budget = budget_usd(s, self.settings, request.purpose)  # build, select and eval: each its own
             if budget > 0:
                 # an open row for this very request is the one being replaced: not counted twice
                 spent = _spent(s, request.purpose, exclude_hash=key)
@@ -277,10 +277,18 @@ class Runner:
         return wait
 
 
-def budget_usd(session: Any, settings: Settings) -> float:
-    """The build budget: `build --budget` (kept in the store so every worker sees it), else config."""
-    row = session.get(KeyValue, BUDGET_KEY)
-    return float(row.value) if row is not None else float(settings.build.budget_usd)
+def budget_usd(session: Any, settings: Settings, purpose: str = "build") -> float:
+    """The budget of ``purpose`` (0 = none). The build's: `build --budget` (kept in the store so every
+    worker sees it), else [build] budget_usd; select's and eval's run in one process: [select] / [eval]
+    budget_usd, which their --budget sets. Anything else (index) has none."""
+    if purpose == "build":
+        row = session.get(KeyValue, BUDGET_KEY)
+        return float(row.value) if row is not None else float(settings.build.budget_usd)
+    if purpose == "select":
+        return float(settings.select.budget_usd)
+    if purpose == "eval":
+        return float(settings.eval.budget_usd)
+    return 0.0
 
 
 def _add(a: Usage, b: Usage) -> Usage:

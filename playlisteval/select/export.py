@@ -6,11 +6,19 @@ their shared sides (SPEC G5), which one is better, the ratings and gap, the gold
 citations, the two evidence segments (video, playlist, time range) and the weak judges' verdicts. The
 card's YAML header names the Parquet file, so ``datasets.load_dataset("parquet", data_files=…)`` and
 ``load_dataset(OUT)`` both read it.
+
+Portable (issue 9, item 9): a video is named by a stable id (from its content hash), its path relative
+to the collection root (the folder holding all of the collection's videos) and its sha256 — never a
+path of the machine that built it; weak-judge verdicts are given in the row's own A/B order (and as
+"chosen"/"rejected"), not in the order the weak judge happened to see. An OUT folder that holds
+anything is left alone unless ``force``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +31,8 @@ from sqlmodel import col, select
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.gates.citations import strip_citations
+from playlisteval.models.simulated import NOTE as SIMULATED_NOTE
+from playlisteval.models.simulated import is_simulated
 from playlisteval.select.pairs import find_benchmark, pair_texts
 from playlisteval.select.stats import BenchmarkStats, benchmark_stats
 from playlisteval.store import open_store
@@ -41,8 +51,26 @@ class ExportReport:
     stats: BenchmarkStats
 
 
+def collection_root(engine: Engine) -> Path:
+    """The deepest folder holding every usable video of the collection (paths are stored absolute)."""
+    with transaction(engine) as s:
+        paths = s.exec(select(Video.path).where(col(Video.status).in_(("new", "indexed")))).all()
+    if not paths:
+        return Path("/")
+    return Path(os.path.commonpath([os.path.dirname(p) for p in paths]))
+
+
+def video_ref(video: Video, root: Path) -> dict[str, str]:
+    """A video as a dataset names it: stable id, path relative to the collection root, content hash."""
+    rel = Path(os.path.relpath(video.path, root)).as_posix()
+    digest = video.sha256 or ""
+    stable = (digest or hashlib.sha256(rel.encode()).hexdigest())[:16]
+    return {"video_id": f"v-{stable}", "video_path": rel, "video_sha256": digest}
+
+
 def _segments(engine: Engine, item_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     out: dict[int, list[dict[str, Any]]] = {}
+    root = collection_root(engine)
     with transaction(engine) as s:
         for item_id, seed in s.exec(select(Item.id, Seed).join(Seed, col(Seed.id) == col(Item.seed_id))
                                     .where(col(Item.id).in_(item_ids))).all():
@@ -54,7 +82,7 @@ def _segments(engine: Engine, item_ids: list[int]) -> dict[int, list[dict[str, A
                 if seg is None or video is None or playlist is None:
                     continue
                 segs.append({"clip": clip, "playlist": playlist.name, "video_title": video.title,
-                             "video_path": video.path, "video_url": video.url or "", "start": seg.start,
+                             **video_ref(video, root), "video_url": video.url or "", "start": seg.start,
                              "end": seg.end})
             out[int(item_id or 0)] = segs
     return out
@@ -87,16 +115,30 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
             "chosen_rating": t.better_rating, "rejected_rating": t.worse_rating, "gap": t.gap,
             "gold_answer": qa.answer,
             "segments": segments.get(t.item_id, []),
-            "weak_judges": [{"role": role, "model": str(v.get("model", "")), "verdict": v.get("verdict"),
-                             "correct": bool(v.get("correct"))}
+            "weak_judges": [_weak_verdict(role, v, bool(difficulty.get("a_is_better")), a_is_better)
                             for role, v in sorted(difficulty.items()) if isinstance(v, dict) and "model" in v],
         })
     return rows
 
 
-def _card(name: str, st: BenchmarkStats, rows: int) -> str:
+def _weak_verdict(role: str, v: dict[str, Any], seen_a_is_better: bool, row_a_is_better: bool) -> dict[str, Any]:
+    """A weak judge's verdict in the exported row's A/B order. The gate showed the pair on its own sides
+    (``seen_a_is_better``, drawn apart from the benchmark's): "A" there may be "B" here."""
+    seen = v.get("verdict")
+    picked: str | None = None
+    verdict: str | None = None
+    if seen in ("A", "B"):
+        picked_better = (seen == "A") == seen_a_is_better
+        picked = "chosen" if picked_better else "rejected"
+        verdict = "A" if picked_better == row_a_is_better else "B"
+    return {"role": role, "model": str(v.get("model", "")), "verdict": verdict, "picked": picked,
+            "correct": bool(v.get("correct"))}
+
+
+def _card(name: str, st: BenchmarkStats, rows: int, simulated: bool = False) -> str:
     gaps = ", ".join(f"gap {g}: {n}" for g, n in st.pairs_by_gap.items())
     domains = "\n".join(f"| {d} | {n} |" for d, n in st.pairs_by_domain.items())
+    banner = f"\n> **{SIMULATED_NOTE}**\n" if simulated else ""
     return f"""---
 configs:
 - config_name: default
@@ -113,12 +155,19 @@ pretty_name: {name}
 ---
 
 # {name}
-
+{banner}
 Video-language **judge** benchmark made by playlisteval: {rows} preference pairs. Each row is a two-hop
 question over a playlist collection, two answers (`answer_a`, `answer_b`, citations removed, sides drawn
 once per pair from a shared seed), `label` — the better one — and the rating gap (gold = 5 … 1).
 The wrong answers differ from the gold only in what is *seen*, so a judge needs the video to tell them
 apart. `segments` locates the two evidence segments; `weak_judges` records the difficulty gate.
+
+- `weak_judges[].verdict` is in **this row's** A/B order (the weak judge saw the pair on sides drawn
+  apart from the row's); `picked` says the same as `chosen` or `rejected`; `correct` is whether it
+  picked `chosen`. No verdict (no reply, a refusal): both null.
+- Each segment names its video by `video_id` (stable: from the file's content), `video_path` (relative
+  to the root folder of the collection, `/` separated) and `video_sha256`: put the videos under any
+  folder and check them by hash. `video_url` is the source URL when the collection gave one.
 
 ```python
 from datasets import load_dataset
@@ -150,7 +199,12 @@ Word counts are of the texts without citations.
 """
 
 
-def export(settings: Settings, out: Path, name: str | None = None) -> ExportReport:
+def export(settings: Settings, out: Path, name: str | None = None, *, force: bool = False) -> ExportReport:
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ConfigError(f"{out} is not empty: export into a new or empty folder, or pass --force to write "
+                          "over the files there")
     engine = open_store(settings)
     bench = find_benchmark(engine, name or settings.select.benchmark)
     rows = benchmark_rows(engine, bench)
@@ -163,6 +217,6 @@ def export(settings: Settings, out: Path, name: str | None = None) -> ExportRepo
     with jsonl.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    card.write_text(_card(bench.name, st, len(rows)), encoding="utf-8")
+    card.write_text(_card(bench.name, st, len(rows), is_simulated(engine)), encoding="utf-8")
     stats.write_text(json.dumps(st.as_dict(), indent=2), encoding="utf-8")
     return ExportReport(out, len(rows), [parquet, jsonl, card, stats], st)
