@@ -72,6 +72,16 @@ PG_ADMIN = os.environ.get("PLAYLISTEVAL_TEST_PG", "postgresql+psycopg://postgres
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A throwaway database on the local PostgreSQL, dropped afterwards (required in CI, else skipped)."""
+    yield from _pg_database()
+
+
+@pytest.fixture(scope="module")
+def pg_module_url() -> Iterator[str]:
+    """``pg_url`` shared by the tests of one module (a project built once, then queried)."""
+    yield from _pg_database()
+
+
+def _pg_database() -> Iterator[str]:
     from sqlalchemy import text
 
     from playlisteval.store import forget_engines, make_engine
