@@ -218,6 +218,42 @@ class EvalSettings(_Section):
     budget_usd: float = Field(default=0, ge=0)  # USD for judge runs' calls; 0 = no budget
 
 
+class HumanSettings(_Section):
+    """The human study (SPEC H; issue 12): `playlisteval human plan / clips / serve / import / report`."""
+
+    study: str = "human"  # the name `human plan` gives the study (one study per name)
+    benchmark: str = ""  # the benchmark sampled from; "" = [select] benchmark
+    pairs: int = Field(default=152, ge=1)  # [H1] pairs sampled, stratified by domain and rating gap
+    annotators_per_pair: int = Field(default=3, ge=1)  # [H1] ratings wanted per pair
+    attention_share: float = Field(default=0.10, ge=0, le=0.5)  # [H1] attention-check tasks per study task
+    min_reason_words: int = Field(default=20, ge=1)  # [H1] a written reason of at least this many words
+    grounding_fps: float = 2.0  # [H2] the grounding model sees each segment at this frame rate …
+    grounding_size: tuple[int, int] = (854, 480)  # [H2] … fit inside 480p, without audio
+    clip_s: float = 30.0  # [H2] evidence clips are whole 30-s chunks of the video
+    max_clips_per_hop: int = Field(default=4, ge=1)  # clips shown per segment, most-cited first
+    clip_size: tuple[int, int] = (1280, 720)  # annotators' clips fit inside this (H.264 + AAC)
+    clip_crf: int = 23
+    claim_ttl_s: float = 3600  # a task shown to an annotator is held for them this long
+    host: str = "127.0.0.1"  # `human serve` binds here unless --host says otherwise
+    port: int = 8765
+    bootstrap: int = Field(default=1000, ge=0)  # resamples of the tasks for α's interval (0 = none)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    budget_usd: float = Field(default=0, ge=0)  # USD for the grounding calls (role H); 0 = no budget
+
+class BatchSettings(_Section):
+    """Batch APIs (issue 15): calls whose answer is not needed at once, sent at the batch price."""
+
+    # roles sent through batches by default; `eval judge --batch` / `select --batch` add G / F_first and F_second
+    roles: list[str] = Field(default_factory=list)
+    max_requests: int = Field(default=5000, ge=1)  # requests per batch (OpenAI allows 50,000)
+    max_mb: float = Field(default=100, gt=0)  # MB of requests per batch (OpenAI: 200 MB file; below for safety)
+    gemini_inline_mb: float = Field(default=18, gt=0)  # Gemini inline requests: 20 MB per batch at most
+    poll_s: float = Field(default=30, gt=0)  # first wait before asking a batch how it is doing …
+    poll_max_s: float = Field(default=600, gt=0)  # … doubling up to this
+    wait_s: float = Field(default=86400, ge=0)  # how long a command waits for its batches (then: run it again)
+    completion_window: str = "24h"  # OpenAI's only window
+
+
 DEFAULT_MODELS: dict[str, str] = {
     "B": "sim/generator",
     "C2_transcript_answer": "sim/answerer",
@@ -265,6 +301,7 @@ class Settings(BaseModel):
     select: SelectSettings = Field(default_factory=SelectSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     analytics: AnalyticsSettings = Field(default_factory=AnalyticsSettings)
+    human: HumanSettings = Field(default_factory=HumanSettings)
     root: Path = Field(default=Path("."), exclude=True)
 
     # -- derived ---------------------------------------------------------------------------------

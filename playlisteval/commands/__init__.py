@@ -7,7 +7,7 @@ import importlib
 import click
 
 # one module per area of the tool; add a module here to add its commands to `playlisteval`
-MODULES = ("collection", "building", "eval_group", "evaluate", "analytics", "funnel", "models", "show")
+MODULES = ("collection", "building", "eval_group", "evaluate", "analytics", "funnel", "models", "show", "human")
 
 
 def all_commands() -> list[click.Command]:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from playlisteval.config import SimSettings
 from playlisteval.errors import PermanentModelError, TransientModelError
-from playlisteval.models import sim_judge, sim_phase1, sim_phase2
+from playlisteval.models import sim_human, sim_judge, sim_phase1, sim_phase2
 from playlisteval.models.request import AudioPart, ImagePart, ModelRequest, ProviderReply, Usage, VideoPart
 from playlisteval.models.sim_context import SimContext
 
@@ -48,7 +48,7 @@ _ROLES: dict[str, Callable[[SimContext], dict[str, Any] | str]] = {
     "F_first": sim_judge.judge,
     "F_second": sim_judge.judge,
     "G": sim_judge.judge,
-    "H": sim_judge.ground_evidence,
+    "H": sim_human.ground_evidence,
 }
 ROLES: frozenset[str] = frozenset(_ROLES)
 

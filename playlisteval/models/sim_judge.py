@@ -1,4 +1,4 @@
-"""Sim judges (F difficulty gate, G meta-evaluation) and the evidence grounder of the human study (H).
+"""Sim judges (F difficulty gate, G meta-evaluation); the human study's grounder (H) is sim_human.py.
 
 A sim judge sees only the scenes its frames or clips show. It prefers the answer that contradicts
 fewer of the details it can see; where it sees nothing that separates the answers it guesses, with
@@ -8,11 +8,9 @@ the position bias and (for weak judges) the length bias real judges show.
 from __future__ import annotations
 
 import difflib
-import json
 import math
-import re
 
-from playlisteval.models.sim_context import SimContext, mmss
+from playlisteval.models.sim_context import SimContext
 from playlisteval.synth import facts, vocab
 from playlisteval.synth.facts import Evidence
 
@@ -75,38 +73,3 @@ def judge(ctx: SimContext) -> str:
         why = f"Nothing visible separates the answers; Model {pick} reads as the more complete one."
     return f"{seen}{why}\n\n[[{pick}]]"
 
-
-def ground_evidence(ctx: SimContext) -> str:
-    """H2: time ranges (M:S on each clip's own clock) for the two hops and every answer sentence."""
-    clips = {c.number: c for c in ctx.clips()}
-    per_clip: dict[int, Evidence] = {}
-    for number, clip in clips.items():
-        ev = Evidence()
-        for scene in (clip.world.scenes if clip.world else []):
-            if scene.start < clip.part.end and scene.end > clip.part.start:
-                ev.add(scene, number, clip.part.start)
-        per_clip[number] = ev
-
-    def ranges(text: str, hops: list[int]) -> list[dict[str, object]]:
-        out = []
-        for hop in hops:
-            clip = clips.get(hop)
-            scene = per_clip[hop].anchor(text) if clip else None
-            if clip and scene:
-                out.append({"hop": hop, "start_time": mmss(max(scene.start, clip.part.start) - clip.part.start),
-                            "end_time": mmss(min(scene.end, clip.part.end) - clip.part.start),
-                            "event": f'a {scene.visual.colour} {scene.visual.shape} under the sign '
-                                     f'"{scene.visual.sign}"'})
-        return out
-
-    hop_groundings = []
-    for hop in (1, 2):
-        found = ranges(ctx.section(f"hop {hop}"), [hop])
-        hop_groundings.append({"hop": hop, "ranges": [{k: v for k, v in r.items() if k != "hop"}
-                                                      for r in found]})
-    block = ctx.section("reference answer sentences") or ctx.section("reference answer")
-    numbered = [(int(m[1]), m[2]) for m in re.finditer(r"^\s*\[?(\d+)[\].:)]\s*(.+)$", block, re.M)]
-    if not numbered:
-        numbered = list(enumerate(facts.sentences(block)))
-    groundings = [{"sentence": i, "ranges": ranges(s, [1, 2])} for i, s in numbered]
-    return json.dumps({"hop_groundings": hop_groundings, "groundings": groundings})

@@ -120,6 +120,36 @@ class Ranking(_Strict):
     overall_summary: str
 
 
+
+# -- H2: evidence clips of the human study ---------------------------------------------------------
+MMSS = r"^\d{1,2}:[0-5]\d$"
+
+
+class HopRange(_Strict):
+    start_time: str = Field(pattern=MMSS, description="M:S on the clock of this hop's video")
+    end_time: str = Field(pattern=MMSS, description="M:S on the clock of this hop's video")
+    event: str = Field(description="what is seen or said in this range")
+
+
+class HopGrounding(_Strict):
+    hop: int = Field(ge=1, le=2, description="1: grounded in Video 1; 2: in Video 2")
+    ranges: list[HopRange]
+
+
+class SentenceRange(HopRange):
+    hop: int = Field(ge=1, le=2, description="the video (1 or 2) this range lies in")
+
+
+class SentenceGrounding(_Strict):
+    sentence: int = Field(ge=0, description="the sentence's number in the numbered list, from 0")
+    ranges: list[SentenceRange] = Field(description="empty for a general summary tied to no moment")
+
+
+class EvidenceGrounding(_Strict):
+    hop_groundings: list[HopGrounding]
+    groundings: list[SentenceGrounding]
+
+
 SCHEMAS: dict[str, type[BaseModel]] = {
     "QAGeneration": QAGeneration,
     "TextAnswer": TextAnswer,
@@ -127,4 +157,5 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "Grounding": Grounding,
     "DistractorGeneration": DistractorGeneration,
     "Ranking": Ranking,
+    "EvidenceGrounding": EvidenceGrounding,
 }

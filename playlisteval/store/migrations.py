@@ -52,6 +52,17 @@ def create_tables(*names: str) -> Migration:
     return migrate
 
 
+def create_index(name: str, table: str, columns: list[str], *, unique: bool = False) -> Migration:
+    """A migration that adds an index an older store lacks (a new store's tables already have it)."""
+
+    def migrate(conn: Connection) -> None:
+        if name not in {ix["name"] for ix in inspect(conn).get_indexes(table)}:
+            kind = "UNIQUE INDEX" if unique else "INDEX"
+            conn.execute(text(f"CREATE {kind} {name} ON {table} ({', '.join(columns)})"))
+
+    return migrate
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _initial),
     # an item that keeps killing its worker is failed as poison (DESIGN, delivery facts)
@@ -73,6 +84,16 @@ MIGRATIONS: list[tuple[str, Migration]] = [
         ("segment1_id", "INTEGER", "0"), ("segment2_id", "INTEGER", "0"), ("score1", "FLOAT", "0"),
         ("score2", "FLOAT", "0"), ("top_segments", "JSON", "'[]'")])),
     ("0046_benchmark_question", create_tables("benchmark_question")),
+    # the human study (issue 12, SPEC H): studies, annotators, claims; tasks' evidence; final ratings
+    ("0700_human_tables", create_tables("human_study", "human_annotator", "human_claim")),
+    ("0701_human_task_evidence", add_columns("human_task", [
+        ("study_id", "INTEGER", "0"), ("task_key", "VARCHAR", "''"), ("evidence_status", "VARCHAR", "'pending'"),
+        ("evidence_reason", "VARCHAR", "''"), ("evidence_attempts", "INTEGER", "0"),
+        ("evidence_call_id", "INTEGER", "0"), ("grounding", "JSON", "'{}'")])),
+    ("0702_human_rating_source", add_columns("human_rating", [("source", "VARCHAR", "'app'"),
+                                                              ("created_at", "FLOAT", "0")])),
+    ("0703_human_rating_unique", create_index("uq_human_rating_task_annotator", "human_rating",
+                                              ["task_id", "annotator"], unique=True)),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]
