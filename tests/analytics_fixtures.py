@@ -18,6 +18,9 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from playlisteval.config import Settings
+from playlisteval.eval import runkey
+from playlisteval.eval.options import default_settings
 from playlisteval.store import transaction
 from playlisteval.store.tables import (
     QA,
@@ -40,6 +43,10 @@ from playlisteval.store.tables import (
     Segment,
     Video,
 )
+
+# the options a run with the configured defaults records, per evidence mode (the fixture's projects
+# use the template's [eval] and [index] defaults, which are Settings()'s)
+DEFAULTS = default_settings(Settings())
 
 # words per rating (5 = gold … 1) of each item's answers; the gold also carries a citation, not counted
 WORDS = {1: {5: 10, 4: 12, 3: 8, 2: 9, 1: 11}, 4: {5: 20, 4: 18, 3: 22, 2: 20, 1: 19}}
@@ -135,8 +142,10 @@ def build(engine: Engine, *, gold_text: str | None = None, question_text: str | 
             "alpha_oracle": ("alpha", "oracle", "oracle", False, None, {"p1": "A", "p2": "B", "p3": "A", "p4": "B"}),
         }
         for run_name, (judge, evidence, scope, swapped, settings, verdicts) in run_plan.items():
+            # recorded as `eval judge` records them: the default options, with what the plan changes
+            recorded = {**DEFAULTS[evidence], "scope": scope, "swap": swapped, **(settings or {})}
             run = add(JudgeRun(benchmark_id=bench.id, judge=names[judge], evidence=evidence, scope=scope,
-                               swapped=swapped, settings=settings))
+                               swapped=swapped, settings=recorded, options_hash=runkey.options_hash(recorded)))
             fx.runs[run_name] = run.id
             for pair_name, verdict in verdicts.items():
                 a_better = a_is_better[pair_name] != swapped  # swapping sides moves the better answer

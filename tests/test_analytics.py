@@ -113,7 +113,8 @@ def test_position_bias_table(an: Any) -> None:
 def test_pair_difficulty(an: Any) -> None:
     analytics, fx = an
     rows = {r["pair_id"]: (r["judges"], r["accuracy"]) for r in analytics.rows("SELECT * FROM pair_difficulty")}
-    assert rows == {fx.pairs["p1"]: (2, 1.0), fx.pairs["p2"]: (1, 1.0), fx.pairs["p3"]: (2, 0.5),
+    # beta's run judged 2 of its 4 pairs and is not finished: it does not count until it is
+    assert rows == {fx.pairs["p1"]: (1, 1.0), fx.pairs["p2"]: (1, 1.0), fx.pairs["p3"]: (1, 0.0),
                     fx.pairs["p4"]: (1, 0.5)}
 
 

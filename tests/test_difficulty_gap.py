@@ -81,8 +81,6 @@ def test_both_sampling_levels_are_seeded_draws(sim_set: Settings) -> None:
 
 
 def test_a_judge_run_stopped_by_the_budget_resumes_without_paying_twice(sim_set: Settings) -> None:
-    from playlisteval.build import set_budget
-    from playlisteval.errors import BudgetExceeded
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions
 
@@ -91,19 +89,22 @@ def test_a_judge_run_stopped_by_the_budget_resumes_without_paying_twice(sim_set:
     if not drawn:
         select_benchmark(sim_set)
     options = JudgeOptions.from_settings(sim_set, evidence="oracle")
-    set_budget(sim_set, 0.02)  # a few calls' worth
-    try:
-        with pytest.raises(BudgetExceeded):
-            run_judge(sim_set, "sim/judge", options)
-    finally:
-        set_budget(sim_set, 0)  # 0: no budget
+    tight = sim_set.model_copy(deep=True)
+    tight.eval.budget_usd = 0.02  # a few calls' worth
+    stopped = run_judge(tight, "sim/judge", options)
+    # the budget stops the pass: the pairs left are errors of the run (never scores), and it is incomplete
+    assert stopped.stopped == "budget" and stopped.state == "incomplete"
+    assert 0 < stopped.judged < stopped.pairs and stopped.errors == stopped.pairs - stopped.judged
     with open_store(sim_set).connect() as conn:
         partial = conn.execute(text("SELECT COUNT(*) FROM judgment")).scalar_one()
+        assert conn.execute(text("SELECT COUNT(*) FROM judgment WHERE outcome = 'error'")).scalar_one() == 0
     summary = run_judge(sim_set, "sim/judge", options)
     with open_store(sim_set).connect() as conn:
         paid = conn.execute(text("SELECT COUNT(*), COUNT(DISTINCT request_hash) FROM model_call "
                                  "WHERE purpose = 'eval' AND status = 'ok'")).one()
         runs = conn.execute(text("SELECT COUNT(*), MIN(finished_at) FROM judge_run")).one()
+        errors = conn.execute(text("SELECT COUNT(*) FROM judge_error")).scalar_one()
     assert 0 < summary.judged_now < summary.pairs and partial + summary.judged_now == summary.pairs
     assert paid[0] == paid[1] == summary.pairs  # each pair's request paid for exactly once
-    assert runs[0] == 1 and runs[1] > 0  # the same run, now finished
+    assert runs[0] == 1 and runs[1] > 0 and errors == 0  # the same run, now finished
+    assert summary.state == "finished" and summary.stopped == ""

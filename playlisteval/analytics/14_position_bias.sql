@@ -1,21 +1,45 @@
--- Position bias (SPEC G5, paper Table 14): a judge's main forward pass against its main swapped pass
--- of the same benchmark, evidence and scope, over the pairs judged in both. Shares are of those pairs:
--- "picked A" counts replies with verdict A (no verdict is not A); letter agreement counts pairs given
--- the same letter both times (the judge followed the slot, not the answer); solved / wrong in both
--- count pairs scored 1 / 0 both times. Consistent: letter agreement below the configured threshold.
-WITH fwd AS (
-    SELECT f.* FROM judgment_facts AS f JOIN main_run AS m ON m.run_id = f.run_id WHERE NOT f.swapped
+-- Position bias (SPEC G5, paper Table 14): a judge's main forward run against its main swapped run of
+-- the same benchmark, evidence and scope, paired only when every other option is the same (the same
+-- variant hash: modality, frames, size, thinking, ...), over the pairs judged in both. Shares are of
+-- those pairs: "picked A" counts replies with verdict A (no verdict is not A); letter agreement counts
+-- pairs given the same letter both times (the judge followed the slot, not the answer); solved / wrong
+-- in both count pairs scored 1 / 0 both times. Consistent: letter agreement below the configured
+-- threshold. status says when either run is not finished.
+WITH runs AS (
+    SELECT m.run_id, m.benchmark_id, m.judge, m.evidence, m.scope, m.swapped, s.variant_hash, s.status
+    FROM main_run AS m
+    JOIN run_status AS s ON s.run_id = m.run_id
 ),
-rev AS (
-    SELECT f.* FROM judgment_facts AS f JOIN main_run AS m ON m.run_id = f.run_id WHERE f.swapped
+couples AS (
+    SELECT
+        f.run_id AS forward_run,
+        r.run_id AS reversed_run,
+        f.benchmark_id,
+        f.judge,
+        f.evidence,
+        f.scope,
+        concat_ws('; ', CASE WHEN f.status <> '' THEN 'forward ' || f.status END,
+                  CASE WHEN r.status <> '' THEN 'reversed ' || r.status END) AS status
+    FROM runs AS f
+    JOIN runs AS r
+        ON r.benchmark_id IS NOT DISTINCT FROM f.benchmark_id
+        AND r.judge = f.judge
+        AND r.evidence = f.evidence
+        AND r.scope = f.scope
+        AND r.variant_hash = f.variant_hash
+        AND r.variant_hash <> ''
+    WHERE NOT f.swapped AND r.swapped
 ),
 both_runs AS (
     SELECT
-        fwd.benchmark_id,
+        c.benchmark_id,
         fwd.benchmark,
-        fwd.judge,
-        fwd.evidence,
-        fwd.scope,
+        c.judge,
+        c.evidence,
+        c.scope,
+        c.forward_run,
+        c.reversed_run,
+        c.status,
         count(*) AS n,
         avg(fwd.score) AS accuracy_forward,
         avg(rev.score) AS accuracy_reversed,
@@ -25,13 +49,9 @@ both_runs AS (
             AS letter_agreement,
         avg(CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END) AS solved_both,
         avg(CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END) AS wrong_both
-    FROM fwd
-    JOIN rev
-        ON rev.benchmark_id IS NOT DISTINCT FROM fwd.benchmark_id
-        AND rev.judge = fwd.judge
-        AND rev.evidence = fwd.evidence
-        AND rev.scope = fwd.scope
-        AND rev.pair_id = fwd.pair_id
+    FROM couples AS c
+    JOIN judgment_facts AS fwd ON fwd.run_id = c.forward_run
+    JOIN judgment_facts AS rev ON rev.run_id = c.reversed_run AND rev.pair_id = fwd.pair_id
     GROUP BY ALL
 )
 SELECT b.*, b.letter_agreement < p.consistent_letter_agreement AS consistent

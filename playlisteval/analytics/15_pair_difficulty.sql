@@ -1,4 +1,5 @@
--- How many judges solved each pair: the main forward, full-domain, retrieved-evidence passes.
+-- How many judges solved each pair: the main forward, full-domain, retrieved-evidence runs that are
+-- finished (a run with errors or pairs left is not counted until it is: see run_status).
 SELECT
     f.benchmark_id,
     f.benchmark,
@@ -10,5 +11,6 @@ SELECT
     avg(f.score) AS accuracy
 FROM judgment_facts AS f
 JOIN main_run AS m ON m.run_id = f.run_id
-WHERE NOT f.swapped AND f.scope = 'domain' AND f.evidence = 'retrieved'
+JOIN run_status AS s ON s.run_id = f.run_id
+WHERE NOT f.swapped AND f.scope = 'domain' AND f.evidence = 'retrieved' AND s.state = 'finished'
 GROUP BY ALL

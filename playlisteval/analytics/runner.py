@@ -26,6 +26,7 @@ import pyarrow as pa
 from sqlalchemy.engine import Engine
 
 from playlisteval.analytics.loader import AnalyticsError, load_tables
+from playlisteval.analytics.run_options import run_options_table
 from playlisteval.config import Settings
 
 _FILE = re.compile(r"^(?:(\d+)_)?([a-z][a-z0-9_]*)\.sql$")
@@ -66,7 +67,7 @@ def views() -> list[View]:
 VIEW_TABLES = (
     "domain", "playlist", "video", "segment", "seed", "item", "qa", "distractor_set", "answer", "pair",
     "benchmark", "benchmark_pair", "benchmark_question", "judge_run", "judgment", "retrieval_run", "ranking",
-    "model_call", "gate_result",
+    "model_call", "gate_result", "judge_error", "retrieval_error",
 )
 
 
@@ -79,6 +80,7 @@ HEAVY_COLUMNS = {
     "answer": ("record",),
     "gate_result": ("details", "rejected_output"),
     "ranking": ("top_segments",),
+    "judge_error": ("error",),
 }
 
 
@@ -101,6 +103,8 @@ class Analytics:
             self.con.register(name, table)
         self.con.register("analytics_param", _params(settings))
         self.views = views()
+        # each judge run's options against the configured defaults: which run is a judge's main one
+        self.con.register("judge_run_options", run_options_table(self.tables.get("judge_run"), settings))
         for view in self.views:
             try:
                 kind = "TABLE" if view.materialized else "VIEW"

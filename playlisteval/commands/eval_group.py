@@ -1,4 +1,5 @@
-"""The `playlisteval eval` group and its scorers of outside results: `eval retrieval`, `eval verdicts`.
+"""The `playlisteval eval` group, its scorers of outside results (`eval retrieval`, `eval verdicts`) and
+its management of judge runs (`eval runs`, `eval drop`).
 
 Other modules add their own subcommands (`eval judge`, `eval retrieve`, …) to the same group:
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from playlisteval.cli_support import console
 
@@ -83,6 +85,77 @@ def verdicts(file: Path, as_json: bool) -> None:
         table.add_column(name, justify="right")
     table.add_row(str(scores.n), f"{scores.accuracy:.4f}", str(scores.no_verdict))
     console.print(table)
+
+
+@eval_group.command("runs")
+@click.option("--benchmark", default=None, help="Only this benchmark's runs.")
+@click.option("--judge", default=None, help="Only this judge's runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object a line, with every option and error.")
+@click.pass_context
+def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: bool) -> None:
+    """List the judge runs: their options, state and counts.
+
+    \b
+    A run is a judge with one set of options (evidence, scope, sides, modality, frames, size, thinking,
+    media resolution, audio, retriever), named by their hash. Main: the judge's run with the
+    configured [eval] options — the one the leaderboard shows; any other is a sweep, and `varies` says
+    what it changes. State: finished (every pair judged), incomplete (errors or pairs left: run the
+    same `eval judge` command again), running (a pass under way, or cut short).
+    Accuracy is over the judged pairs (no verdict counts 0.5); errors are never judged.
+    """
+    from playlisteval.cli_support import settings_of
+    from playlisteval.eval.runs import list_runs
+    from playlisteval.store import open_store
+
+    settings = settings_of(ctx)
+    found = list_runs(settings, open_store(settings), benchmark, judge)
+    if as_json:
+        for info in found:
+            click.echo(json.dumps(info.as_json()))
+        return
+    if not found:
+        console.print("[dim]no judge runs yet: `playlisteval eval judge` makes them[/]")
+        return
+    table = Table(title="judge runs")
+    for column in ("run", "benchmark", "judge", "evidence", "scope", "sides", "main", "varies", "options", "state",
+                   "pairs", "judged", "no verdict", "errors", "accuracy"):
+        table.add_column(column, justify="right" if column in ("run", "pairs", "judged", "no verdict", "errors",
+                                                                 "accuracy") else "left")
+    for info in found:
+        c, opts = info.counts, info.settings
+        table.add_row(str(info.run_id), Text(info.benchmark), Text(info.judge), str(opts.get("evidence", "")),
+                      str(opts.get("scope", "")), "swapped" if opts.get("swap") else "forward",
+                      "yes" if info.main else "", Text(info.varies or "-"), info.options_hash or "-", c.state,
+                      str(c.pairs), str(c.judged), str(c.no_verdict), str(c.errors),
+                      "-" if info.accuracy is None else f"{100 * info.accuracy:.1f}%")
+    console.print(table)
+
+
+@eval_group.command("drop")
+@click.argument("run_id", metavar="RUN", type=int)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def drop(ctx: click.Context, run_id: int, yes: bool) -> None:
+    """Delete judge run RUN (a number from `eval runs`) with its judgments and errors.
+
+    The calls it made stay on the ledger: their cost was paid and is still counted.
+    """
+    from playlisteval.cli_support import settings_of
+    from playlisteval.eval.runs import drop_run, list_runs
+    from playlisteval.store import open_store
+
+    settings = settings_of(ctx)
+    engine = open_store(settings)
+    info = next((r for r in list_runs(settings, engine) if r.run_id == run_id), None)
+    if info is None:
+        raise click.BadParameter(f"no judge run {run_id}: `playlisteval eval runs` lists them", param_hint="RUN")
+    c = info.counts
+    described = (f"run {run_id}: {info.judge} on {info.benchmark!r}, {info.varies or 'default options'}, {c.state}, "
+                 f"{c.judged} judgment(s), {c.errors} error(s)")
+    if not yes:
+        click.confirm(f"Delete {described}?", abort=True)
+    _, judged, errors = drop_run(engine, run_id)
+    console.print(Text(f"deleted {described.split(':', 1)[0]}: {judged} judgment(s), {errors} error(s)"))
 
 
 COMMANDS: list[click.Command] = [eval_group]

@@ -16,9 +16,18 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from playlisteval import exitcodes
 from playlisteval.cli_support import console, settings_of
 from playlisteval.commands.eval_group import eval_group
+from playlisteval.commands.eval_output import (
+    gate_exit,
+    judge_exit,
+    judge_json,
+    print_gate_problems,
+    print_judge_table,
+    print_retrieval,
+    report_problems,
+    retrieval_exit,
+)
 
 
 @contextmanager
@@ -60,7 +69,9 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
     4. draw the kept pairs per domain (seeded), each with its Model A side drawn from the shared seed.
     Questions with a drawn pair move to `selected`, those with no kept pair to `too_easy`. Running it
     again under the same name changes nothing; an interrupted gate resumes where it stopped.
-    Exit status 3 when weak-judge calls failed.
+    A weak judge whose call fails or whose reply holds no verdict decides nothing: the pair stays open,
+    nothing is drawn, and running `select` again asks that judge again. Exit status 3 while pairs stay
+    open, 4 when the budget stopped the gate.
     """
     from playlisteval.models.preflight import check_select
     from playlisteval.models.simulated import is_simulated
@@ -83,7 +94,8 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
             "domains": {d: vars(v) for d, v in out.domains.items()}, "gate": vars(out.gate),
             "selected": out.selected, "too_easy": out.too_easy, "warnings": out.warnings,
             "simulated": is_simulated(open_store(settings))}))
-        sys.exit(exitcodes.INCOMPLETE if out.gate.errors else exitcodes.DONE)
+        print_gate_problems(out.gate)
+        sys.exit(gate_exit(out.gate))
     table = Table(title=f"benchmark {out.name!r}" + ("" if out.created else " (already drawn)"))
     for column in ("domain", "accepted", "sampled", "kept pairs", "pairs drawn", "questions"):
         table.add_column(column, justify="left" if column == "domain" else "right")
@@ -91,16 +103,17 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
         table.add_row(d.domain, str(d.accepted or "-"), str(d.sampled), str(d.kept_pairs), str(d.pairs),
                       str(d.questions))
     console.print(table)
-    if out.created:
-        g = out.gate
-        console.print(f"difficulty gate: {g.judged} pair(s) judged now, {g.kept} kept, {g.dropped} too easy"
-                      + (f", {g.errors} failed call(s)" if g.errors else ""))
+    g = out.gate
+    if out.created or g.undecided:
+        console.print(f"difficulty gate: {g.judged} pair(s) decided now, {g.kept} kept, {g.dropped} too easy"
+                      + (f", {g.undecided} undecided ({g.errors} weak-judge fault(s))" if g.undecided else ""))
     console.print(f"items moved: {out.selected} selected, {out.too_easy} too easy")
     for warning in out.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if is_simulated(open_store(settings)):
         console.print("[yellow]simulated:[/] built and gated by the sim world (synthetic playlists)")
-    sys.exit(exitcodes.INCOMPLETE if out.gate.errors else exitcodes.DONE)
+    print_gate_problems(out.gate)
+    sys.exit(gate_exit(out.gate))
 
 
 @click.command("export")
@@ -158,9 +171,15 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
               audio_mode: str | None, retriever: str | None, budget: float | None, as_json: bool) -> None:
     """Run judges over the benchmark's pairs with the G4 prompt (SPEC G).
 
-    Each (judge, settings) is one run, stored with its settings; asking again continues an unfinished
-    run and does not pay twice for a finished one. A reply without [[A]] or [[B]] scores 0.5 and is
-    counted as no verdict.
+    Each judge with these options is one run, named by a hash of its options (`eval runs` lists them);
+    asking again continues it: pairs already judged are not paid for twice, and pairs whose call failed
+    are asked again. A reply without [[A]] or [[B]] scores 0.5 and is counted as no verdict; a failed
+    call (provider error, missing key, quota, budget) is an error, never a score: accuracy is over the
+    judged pairs, with the errors counted beside it. The run with the configured [eval] options is the
+    judge's main run (the leaderboard's); any other is a sweep.
+
+    \b
+    Exit status: 0 every pair judged; 3 errors or pairs left (run again); 4 stopped by the budget.
     """
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions, parse_size
@@ -186,26 +205,16 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
             summary = run_judge(settings, judge, options, benchmark, tick=tick)
         summaries.append(summary)
         if as_json:
-            click.echo(json.dumps({"run_id": summary.run_id, "judge": summary.judge, "pairs": summary.pairs,
-                                   "accuracy": summary.accuracy, "outcomes": summary.outcomes,
-                                   "by_domain": summary.by_domain, "settings": options.as_settings(),
-                                   "simulated": is_simulated(open_store(settings))}))
-    if as_json:
-        return
-    sides = "swapped" if options.swap else "forward"
-    table = Table(title=f"{options.evidence} evidence, scope {options.scope}, {options.modality}, {sides}")
-    for column in ("run", "judge", "pairs", "accuracy", "no verdict"):
-        table.add_column(column, justify="left" if column == "judge" else "right")
-    domains = sorted({d for s in summaries for d in s.by_domain})
-    for d in domains:
-        table.add_column(d, justify="right")
-    for s in sorted(summaries, key=lambda x: -x.accuracy):
-        table.add_row(str(s.run_id), s.judge, str(s.pairs), f"{100 * s.accuracy:.1f}%", str(s.no_verdict),
-                      *(f"{100 * s.by_domain[d]:.1f}%" if d in s.by_domain else "-" for d in domains))
-    console.print(table)
-    if is_simulated(open_store(settings)):
-        console.print("[yellow]simulated:[/] a benchmark or judge of the sim world: these accuracies test the "
-                      "machinery only")
+            click.echo(json.dumps({**judge_json(summary), "simulated": is_simulated(open_store(settings))}))
+    if not as_json:
+        print_judge_table(summaries, options)
+        if is_simulated(open_store(settings)):
+            console.print("[yellow]simulated:[/] a benchmark or judge of the sim world: these accuracies test the "
+                          "machinery only")
+    for summary in summaries:
+        if as_json:
+            report_problems(summary)  # on stderr: the JSON lines stay alone on stdout
+    ctx.exit(judge_exit(summaries))
 
 
 @eval_group.command("retrieve")
@@ -219,7 +228,8 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
 def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None, all_items: bool,
                  as_json: bool) -> None:
     """Rank each question's domain segments by the mean of their 3 best chunk similarities (SPEC R1) and
-    store the ranks of the two gold segments; prints Hit_both@k, Hit_any@k and nDCG@k (SPEC R2)."""
+    store the ranks of the two gold segments; prints Hit_both@k, Hit_any@k and nDCG@k (SPEC R2). A
+    question that cannot be ranked is an error, left out of the means and counted (exit status 3)."""
     from playlisteval.eval.retrieval import run_retrieval
 
     settings = settings_of(ctx)
@@ -227,13 +237,9 @@ def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None
         s = run_retrieval(settings, embedder, benchmark, all_items=all_items, tick=update)
     if as_json:
         click.echo(json.dumps(vars(s)))
-        return
-    table = Table(title=f"retriever {s.embedder} (run {s.run_id})")
-    for column in ("questions", "segments (mean)", f"Hit_both@{s.k}", f"Hit_any@{s.k}", f"nDCG@{s.k}", "ms/query"):
-        table.add_column(column, justify="right")
-    table.add_row(str(s.questions), f"{s.mean_segments:.0f}", f"{100 * s.hit_both:.1f}%", f"{100 * s.hit_any:.1f}%",
-                  f"{s.ndcg:.3f}", f"{s.latency_ms:.1f}")
-    console.print(table)
+    else:
+        print_retrieval(s)
+    ctx.exit(retrieval_exit(s))
 
 
 COMMANDS: list[click.Command] = [select_cmd, export_cmd]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from playlisteval.config import Settings
-from playlisteval.errors import ConfigError, PermanentModelError, TransientModelError
+from playlisteval.errors import BudgetExceeded, ConfigError, ModelError, ProviderNotAvailable, QuotaExhausted
 from playlisteval.eval.evidence import Evidence
 from playlisteval.eval.media import audio_parts, image_parts
 from playlisteval.eval.verdicts import ERROR, outcome_of, parse_verdict
@@ -60,26 +60,48 @@ def judge_input(settings: Settings, evidence: Evidence, modality: str, size: tup
     return JudgeInput(media, transcript)
 
 
+#: why no later call of the same pass can succeed either (``Reply.stop``)
+BUDGET, QUOTA, UNAVAILABLE = "budget", "quota", "unavailable"
+
+
 @dataclass(frozen=True)
 class Reply:
     verdict: str | None
     outcome: str
     raw: str
     call_id: int
+    error: str = ""  # the failure, when outcome is ``error``: never a verdict, never a score
+    stop: str = ""  # BUDGET / QUOTA / UNAVAILABLE: the caller asks nothing more in this pass
+
+
+def stop_reason(exc: BaseException) -> str:
+    """Whether a failed call says that every call after it would fail the same way."""
+    if isinstance(exc, QuotaExhausted):
+        return QUOTA
+    if isinstance(exc, BudgetExceeded):
+        return BUDGET
+    # the runner wraps what a provider raised at call time (a key missing from the environment)
+    if isinstance(exc, ProviderNotAvailable) or isinstance(exc.__cause__, ProviderNotAvailable):
+        return UNAVAILABLE
+    return ""
 
 
 def ask(runner: Runner, spec: str, role: str, question: str, answer_a: str, answer_b: str, given: JudgeInput,
-        generation: GenerationSettings, *, purpose: str, item_id: int, run_id: int | None = None) -> Reply:
-    """Ask judge ``spec`` (playing ``role``) which answer is better. A call that fails for good is an
-    ``error`` outcome (no verdict); a missing provider, a bad setting or the budget still raise."""
+        generation: GenerationSettings, *, purpose: str, item_id: int, run_id: int | None = None,
+        attempt: int = 0) -> Reply:
+    """Ask judge ``spec`` (playing ``role``) which answer is better. A call that fails — a provider
+    error, a missing key, the quota, the budget — is an ``error`` reply with the failure's text and no
+    verdict; a bad setting still raises. ``attempt`` > 0 asks anew past the response cache."""
     prompt, digest = render(TEMPLATE, prompts_dir_of(runner.settings), question=question,
                             transcript=given.transcript, answer_a=strip_citations(answer_a),
                             answer_b=strip_citations(answer_b))
     request = ModelRequest(role=role, parts=[*given.media, TextPart(text=prompt)], settings=generation,
-                           template=TEMPLATE, template_hash=digest, item_id=item_id, purpose=purpose, run_id=run_id)
+                           template=TEMPLATE, template_hash=digest, item_id=item_id, purpose=purpose, run_id=run_id,
+                           attempt=attempt)
     try:
         response = runner.call(request, model=spec)
-    except (PermanentModelError, TransientModelError) as exc:
-        return Reply(None, ERROR, f"{type(exc).__name__}: {exc}", 0)
+    except ModelError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        return Reply(None, ERROR, "", 0, error=error, stop=stop_reason(exc))
     verdict = parse_verdict(response.text)
     return Reply(verdict, outcome_of(verdict, response.finish_reason), response.text, response.call_id or 0)

@@ -1,7 +1,9 @@
 """The settings of one judge run (SPEC G1–G6): defaults from ``[eval]``, overridden per run.
 
 A run's settings are stored with it (``judge_run.settings``) so every sweep — thinking level, media
-resolution, frame size and count, modality, audio speed — is a pass recorded with what it varied.
+resolution, frame size and count, modality, audio speed — is a pass recorded with what it varied. The
+hash of these settings names the run (eval/runkey.py); the run with the configured defaults is the
+judge's main run.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
+from playlisteval.eval import runkey
 from playlisteval.eval.corpus import check_scope
 from playlisteval.eval.evidence import MODES
 from playlisteval.eval.judging import MODALITIES, AudioOptions, check_modality
@@ -88,6 +91,24 @@ class JudgeOptions:
         if self.evidence != "retrieved":
             data.pop("retriever")
         return data
+
+    @property
+    def options_hash(self) -> str:
+        """The run's identity besides its judge (eval/runkey.py)."""
+        return runkey.options_hash(self.as_settings())
+
+
+def default_settings(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Evidence mode → the recorded settings of a run with the configured defaults (``[eval]``): a run
+    whose options match these, apart from scope and side order, is its judge's main run. Modes whose
+    defaults cannot be built (a configured scope that does not exist) are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for mode in MODES:
+        try:
+            out[mode] = JudgeOptions.from_settings(settings, evidence=mode).as_settings()
+        except ConfigError:
+            continue
+    return out
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -6,6 +6,10 @@ The segments are the build's (the gold segments' embedder fixes their boundaries
 are the evaluated embedder's, computed now for any video that lacks them. Questions are the
 benchmark's first-level sample (SPEC F3: paper 343), or every accepted item with ``all_items``.
 Ranks are 1-based; ties go to the lower segment id, so a run is deterministic.
+
+A question that cannot be ranked — its domain's vectors cannot be made, its query cannot be embedded,
+or a gold segment is not among the domain's segments any more — is an error of the run (issue 9),
+never a miss: it is stored in ``retrieval_error``, left out of every mean, and counted beside them.
 """
 
 from __future__ import annotations
@@ -14,16 +18,16 @@ import os
 import socket
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
-from playlisteval.errors import ConfigError
+from playlisteval.errors import ConfigError, PlaylistEvalError
 from playlisteval.eval import metrics
 from playlisteval.eval.corpus import Question, load_questions
 from playlisteval.index.embedders import Embedder, get_embedder
@@ -38,6 +42,7 @@ from playlisteval.store.tables import (
     ChunkVector,
     Playlist,
     Ranking,
+    RetrievalError,
     RetrievalRun,
     Segment,
     Video,
@@ -58,15 +63,29 @@ class DomainSegments:
 class RetrievalSummary:
     run_id: int
     embedder: str
-    questions: int
+    questions: int  # questions ranked; the means are over them
     k: int
-    hit_both: float
-    hit_any: float
-    ndcg: float
-    mean_segments: float
+    hit_both: float | None  # None when no question could be ranked
+    hit_any: float | None
+    ndcg: float | None
+    mean_segments: float | None
     latency_ms: float
     dims: int
     chunks: int
+    errors: int = 0  # questions that could not be ranked: errors, not misses
+    error_messages: list[str] = field(default_factory=list)
+
+
+class GoldMissing(PlaylistEvalError):
+    """A gold segment is not among its domain's segments (marked a duplicate or removed since the build)."""
+
+
+#: failures of one domain or question that leave the run going (a bad setting still stops it)
+QUESTION_FAILURES: tuple[type[BaseException], ...] = (PlaylistEvalError, OSError, RuntimeError, ValueError)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def rank_segments(domain: DomainSegments, query: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -152,31 +171,33 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
         run_id = int(run.id or 0)
     emb.embed_texts(["warm-up"])  # a model loads on first use: not part of any query's latency (R4)
     rankings: list[Ranking] = []
+    failed: dict[int, str] = {}
     seconds: list[float] = []
     chunks = 0
     done = 0
     for domain_id, qs in sorted(by_domain.items()):
-        domain = _domain_segments(settings, engine, emb, domain_id, segment_embedder, tick)
+        try:
+            domain = _domain_segments(settings, engine, emb, domain_id, segment_embedder, tick)
+        except ConfigError:
+            raise
+        except QUESTION_FAILURES as exc:  # the domain cannot be ranked: each of its questions is an error
+            failed.update({q.item_id: f"domain segments: {_describe(exc)}" for q in qs})
+            done += len(qs)
+            continue
         chunks += domain.matrix.shape[0]
         for q in sorted(qs, key=lambda x: x.item_id):
-            started = time.perf_counter()
-            query = emb.embed_texts([q.text])[0]
-            order, scores = rank_segments(domain, query, cfg.segment_top_chunks)
-            seconds.append(time.perf_counter() - started)
-            rank_of = {int(sid): r + 1 for r, sid in enumerate(order)}
-            g1, g2 = q.gold[0].segment_id, q.gold[1].segment_id
-            missing_rank = len(order) + 1  # a gold segment no longer in the collection is never found
-            rankings.append(Ranking(
-                run_id=run_id, item_id=q.item_id, rank1=rank_of.get(g1, missing_rank),
-                rank2=rank_of.get(g2, missing_rank), n_segments=len(order), segment1_id=g1, segment2_id=g2,
-                score1=float(scores[rank_of[g1] - 1]) if g1 in rank_of else 0.0,
-                score2=float(scores[rank_of[g2] - 1]) if g2 in rank_of else 0.0,
-                top_segments=[int(x) for x in order[: cfg.retrieval_k]]))
+            try:
+                rankings.append(_rank(q, emb, domain, run_id, cfg.segment_top_chunks, cfg.retrieval_k, seconds))
+            except ConfigError:
+                raise
+            except QUESTION_FAILURES as exc:
+                failed[q.item_id] = _describe(exc)
             done += 1
             if tick:
                 tick("ranking", done, len(questions))
     with transaction(engine) as s:
         s.add_all(rankings)
+        s.add_all([RetrievalError(run_id=run_id, item_id=item_id, error=error) for item_id, error in failed.items()])
         row = s.get(RetrievalRun, run_id)
         assert row is not None
         row.chunks, row.index_bytes = chunks, chunks * emb.dim * 4
@@ -184,11 +205,34 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
         row.finished_at = now()
         s.add(row)
     k = cfg.retrieval_k
+
+    def mean(values: list[float]) -> float | None:
+        return float(np.mean(values)) if values else None
+
     return RetrievalSummary(
         run_id=run_id, embedder=emb.name, questions=len(rankings), k=k,
-        hit_both=float(np.mean([max(r.rank1, r.rank2) <= k for r in rankings])),
-        hit_any=float(np.mean([min(r.rank1, r.rank2) <= k for r in rankings])),
-        ndcg=float(np.mean([metrics.ndcg_from_ranks([r.rank1, r.rank2], k) for r in rankings])),
-        mean_segments=float(np.mean([r.n_segments for r in rankings])),
+        hit_both=mean([float(max(r.rank1, r.rank2) <= k) for r in rankings]),
+        hit_any=mean([float(min(r.rank1, r.rank2) <= k) for r in rankings]),
+        ndcg=mean([metrics.ndcg_from_ranks([r.rank1, r.rank2], k) for r in rankings]),
+        mean_segments=mean([float(r.n_segments) for r in rankings]),
         latency_ms=1000 * sum(seconds) / len(seconds) if seconds else 0.0, dims=emb.dim, chunks=chunks,
+        errors=len(failed), error_messages=[m for m, _ in Counter(failed.values()).most_common()],
     )
+
+
+def _rank(q: Question, emb: Embedder, domain: DomainSegments, run_id: int, top: int, k: int,
+          seconds: list[float]) -> Ranking:
+    """One question's ranking of its domain's segments; a gold segment not among them is an error."""
+    started = time.perf_counter()
+    query = emb.embed_texts([q.text])[0]
+    order, scores = rank_segments(domain, query, top)
+    seconds.append(time.perf_counter() - started)
+    rank_of = {int(sid): r + 1 for r, sid in enumerate(order)}
+    g1, g2 = q.gold[0].segment_id, q.gold[1].segment_id
+    missing = [g for g in (g1, g2) if g not in rank_of]
+    if missing:
+        raise GoldMissing(f"gold segment(s) {', '.join(map(str, missing))} of item {q.item_id} are not among the "
+                          "domain's segments (marked duplicates or removed since the build)")
+    return Ranking(run_id=run_id, item_id=q.item_id, rank1=rank_of[g1], rank2=rank_of[g2], n_segments=len(order),
+                   segment1_id=g1, segment2_id=g2, score1=float(scores[rank_of[g1] - 1]),
+                   score2=float(scores[rank_of[g2] - 1]), top_segments=[int(x) for x in order[:k]])

@@ -2,7 +2,8 @@
 
 Only those two exact tokens count — ``[[a]]``, ``[[ A ]]``, ``[A]``, ``Model A`` do not — so a reply is
 read the same way for every judge. A reply without one, or a refusal, is *no verdict*: it scores 0.5
-and is counted on its own (``outcome``), as is a call that failed for good.
+and is counted on its own (``outcome``). A call that failed (``error``) is no reply at all: it is
+stored as an error of its run (``judge_error``), never as a judgment, and asked again (issue 9).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def parse_verdict(text: str | None) -> str | None:
 def outcome_of(verdict: str | None, finish_reason: str = "stop") -> str:
     if verdict is not None:
         return VERDICT
-    return REFUSAL if finish_reason in ("refusal", "content_filter", "safety") else NO_VERDICT
+    refused = finish_reason in ("refusal", "content_filter", "safety") or finish_reason.startswith("blocked")
+    return REFUSAL if refused else NO_VERDICT
 
 
 def score(verdict: str | None, a_is_better: bool) -> float:

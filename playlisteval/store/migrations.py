@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
 from playlisteval.store import tables  # noqa: F401  (registers every table on SQLModel.metadata)
+from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
 
 Migration = Callable[[Connection], None]
 
@@ -94,6 +95,11 @@ MIGRATIONS: list[tuple[str, Migration]] = [
                                                               ("created_at", "FLOAT", "0")])),
     ("0703_human_rating_unique", create_index("uq_human_rating_task_annotator", "human_rating",
                                               ["task_id", "annotator"], unique=True)),
+    # errors are never scores; runs are identified by their options (issue 9)
+    ("0200_eval_error_tables", create_tables("judge_error", "retrieval_error")),
+    ("0201_judgment_errors_moved", move_error_judgments),
+    ("0202_judge_run_options_hash", add_column("judge_run", "options_hash", "VARCHAR", "''")),
+    ("0203_judge_run_options_stamped", stamp_options_hash),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

@@ -308,6 +308,36 @@ class JudgeRun(SQLModel, table=True):
 
 class Judgment(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("run_id", "pair_id"),)
+    # 0202 (issue 9): the run's identity besides benchmark and judge — a hash of every option that changes
+    # what the judge sees (eval/runkey.py); finished_at is when the last pass over its pairs ended
+    options_hash: str = ""
+
+
+class JudgeError(SQLModel, table=True):
+    """A judge call that failed (issue 9): an error, never a judgment and never a score. Running the same
+    run again asks its pair again; a judgment then replaces it."""
+
+    __tablename__ = "judge_error"
+    __table_args__ = (UniqueConstraint("run_id", "pair_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="judge_run.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id")
+    item_id: int = 0
+    error: str = ""  # the failed calls are on the ledger too (model_call.run_id, status "error")
+    attempts: int = 1  # passes that failed on this pair
+    created_at: float = Field(default_factory=now)
+
+
+class RetrievalError(SQLModel, table=True):
+    """A question a retriever run could not rank (issue 9): an error, never a miss."""
+
+    __tablename__ = "retrieval_error"
+    __table_args__ = (UniqueConstraint("run_id", "item_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="retrieval_run.id", index=True)
+    item_id: int = Field(foreign_key="item.id")
+    error: str = ""
+    created_at: float = Field(default_factory=now)
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="judge_run.id", index=True)
     pair_id: int = Field(foreign_key="pair.id")

@@ -1,0 +1,110 @@
+"""What `select`, `eval judge` and `eval retrieve` print, and the exit status each ends with (issue 9).
+
+A run with errors is never shown as a plain result: its accuracy is over the pairs it judged, with the
+errors counted beside it, a line says how to ask them again, and the command exits INCOMPLETE (3) —
+PAUSED (4) when the budget stopped it — so a script can tell.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+
+from playlisteval import exitcodes
+from playlisteval.cli_support import console, err_console
+
+if TYPE_CHECKING:
+    from playlisteval.eval.judge import RunSummary
+    from playlisteval.eval.options import JudgeOptions
+    from playlisteval.eval.retrieval import RetrievalSummary
+    from playlisteval.select.difficulty import GateReport
+
+MESSAGES_SHOWN = 3  # distinct error messages printed per run; `eval runs --json` has them all
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def judge_json(s: RunSummary) -> dict[str, Any]:
+    return {"run_id": s.run_id, "judge": s.judge, "state": s.state, "pairs": s.pairs, "judged": s.judged,
+            "judged_now": s.judged_now, "no_verdict": s.no_verdict, "errors": s.errors, "pending": s.pending,
+            "accuracy": s.accuracy, "outcomes": s.outcomes, "by_domain": s.by_domain, "stopped": s.stopped,
+            "error_messages": s.error_messages, "options_hash": s.options.options_hash,
+            "settings": s.options.as_settings()}
+
+
+def print_judge_table(summaries: list[RunSummary], options: JudgeOptions) -> None:
+    sides = "swapped" if options.swap else "forward"
+    table = Table(title=f"{options.evidence} evidence, scope {options.scope}, {options.modality}, {sides}")
+    for column in ("run", "judge", "pairs", "judged", "accuracy", "no verdict", "errors", "state"):
+        table.add_column(column, justify="left" if column in ("judge", "state") else "right")
+    domains = sorted({d for s in summaries for d in s.by_domain})
+    for d in domains:
+        table.add_column(d, justify="right")
+    for s in sorted(summaries, key=lambda x: (x.accuracy is None, -(x.accuracy or 0.0), x.judge)):
+        table.add_row(str(s.run_id), Text(s.judge), str(s.pairs), str(s.judged), pct(s.accuracy), str(s.no_verdict),
+                      str(s.errors), s.state, *(pct(s.by_domain.get(d)) for d in domains))
+    console.print(table)
+    console.print("accuracy is over the judged pairs (no verdict counts 0.5); errors are not judged", style="dim")
+    for s in summaries:
+        report_problems(s)
+
+
+def report_problems(s: RunSummary) -> None:
+    """One warning per run that did not finish: what failed and how to go on."""
+    if s.state == "finished":
+        return
+    what = [f"{s.errors} error(s)"] if s.errors else []
+    if s.pending:
+        what.append(f"{s.pending} pair(s) not asked")
+    why = {"budget": "the budget is spent", "quota": "the provider's quota is used up",
+           "unavailable": "the provider is not available"}.get(s.stopped, "")
+    err_console.print(f"[yellow]run {s.run_id} ({s.judge}) is incomplete:[/] " + ", ".join(what)
+                      + (f" — stopped asking: {why}" if why else "")
+                      + "; run the same command again to ask those pairs again", highlight=False)
+    for message in s.error_messages[:MESSAGES_SHOWN]:
+        err_console.print(Text(f"  {message}"))
+
+
+def judge_exit(summaries: list[RunSummary]) -> int:
+    if any(s.stopped == "budget" for s in summaries):
+        return exitcodes.PAUSED
+    return exitcodes.DONE if all(s.state == "finished" for s in summaries) else exitcodes.INCOMPLETE
+
+
+def print_gate_problems(gate: GateReport) -> None:
+    if not gate.undecided:
+        return
+    why = " — stopped asking: the budget is spent" if gate.stopped == "budget" else ""
+    err_console.print(f"[yellow]difficulty gate incomplete:[/] {gate.undecided} pair(s) without a decision, "
+                      f"{gate.errors} weak-judge fault(s){why}; run `playlisteval select` again", highlight=False)
+    for message in gate.messages[:MESSAGES_SHOWN]:
+        err_console.print(Text(f"  {message}"))
+
+
+def gate_exit(gate: GateReport) -> int:
+    if gate.stopped == "budget":
+        return exitcodes.PAUSED
+    return exitcodes.INCOMPLETE if gate.undecided else exitcodes.DONE
+
+
+def print_retrieval(s: RetrievalSummary) -> None:
+    table = Table(title=f"retriever {s.embedder} (run {s.run_id})")
+    columns = ("questions", "errors", "segments (mean)", f"Hit_both@{s.k}", f"Hit_any@{s.k}", f"nDCG@{s.k}", "ms/query")
+    for column in columns:
+        table.add_column(column, justify="right")
+    table.add_row(str(s.questions), str(s.errors), "-" if s.mean_segments is None else f"{s.mean_segments:.0f}",
+                  pct(s.hit_both), pct(s.hit_any), "-" if s.ndcg is None else f"{s.ndcg:.3f}", f"{s.latency_ms:.1f}")
+    console.print(table)
+    if s.errors:
+        err_console.print(f"[yellow]{s.errors} question(s) could not be ranked[/] (errors, left out of the means):",
+                          highlight=False)
+        for message in s.error_messages[:MESSAGES_SHOWN]:
+            err_console.print(Text(f"  {message}"))
+
+
+def retrieval_exit(s: RetrievalSummary) -> int:
+    return exitcodes.INCOMPLETE if s.errors else exitcodes.DONE
