@@ -52,12 +52,17 @@ class ExportReport:
 
 
 def collection_root(engine: Engine) -> Path:
-    """The deepest folder holding every usable video of the collection (paths are stored absolute)."""
+    """The collection's root folder: where its manifests lie, or the folder above the playlist folders
+    it was added from — so a video's relative path is the manifest's own path for it, or at least
+    "playlist/file" — and in any case a folder holding every usable video (paths are stored absolute)."""
     with transaction(engine) as s:
-        paths = s.exec(select(Video.path).where(col(Video.status).in_(("new", "indexed")))).all()
-    if not paths:
+        rows = s.exec(select(Video.path, Playlist.source).join(Playlist, col(Playlist.id) == col(Video.playlist_id))
+                      .where(col(Video.status).in_(("new", "indexed")))).all()
+    if not rows:
         return Path("/")
-    return Path(os.path.commonpath([os.path.dirname(p) for p in paths]))
+    # a playlist's source is its folder, or the manifest file that listed it: the parent of either
+    folders = [os.path.dirname(source or os.path.dirname(path)) for path, source in rows]
+    return Path(os.path.commonpath(folders + [os.path.dirname(path) for path, _ in rows]))
 
 
 def video_ref(video: Video, root: Path) -> dict[str, str]:
