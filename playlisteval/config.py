@@ -278,7 +278,11 @@ class Price(_Section):
     input: float = 0.0  # USD per 1M input tokens
     output: float = 0.0
     thinking: float = 0.0
-    batch_discount: float = 0.0
+    batch_discount: float = Field(default=0.0, ge=0, lt=1)  # share off every token price in a batch (0.5: half)
+    # USD per 1M input tokens read from a cache (Gemini context cache, OpenAI prompt caching); None: no cache
+    # price is known, so cached tokens cost the input price
+    cached_input: float | None = Field(default=None, ge=0)
+    cache_storage: float = Field(default=0.0, ge=0)  # USD per 1M cached tokens per hour a context cache lives
     gpu_hour: float = 0.0  # USD per GPU-hour, for local models
 
 
@@ -319,6 +323,7 @@ class Settings(BaseModel):
         return (self.root / self.media.dir).resolve()
 
     def model_for(self, role: str) -> str:
+    batch: BatchSettings = Field(default_factory=BatchSettings)
         try:
             return self.models[role]
         except KeyError:

@@ -2,7 +2,8 @@
 
 It answers OpenAI chat completions (also used by Qwen's and vLLM's providers) and model lists, and the
 Gemini API: generateContent, the resumable Files upload (start, then upload + finalize), files.get and
-model lists. Every request is recorded (path, headers, JSON body, arrival time); answers come from a
+model lists; and both batch protocols (OpenAI Files + Batch API, Gemini Batch Mode: tests/batch_wire.py).
+Every request is recorded (path, headers, JSON body, arrival time); answers come from a
 per-route script of canned replies, else a default success whose content the test sets.
 """
 
@@ -18,6 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.batch_wire import ROUTES as BATCH_ROUTES
+from tests.batch_wire import BatchWire
 
 CHAT = "chat"
 GENERATE = "generate"
@@ -83,6 +87,7 @@ class FakeAPI:
         self.uploads: dict[str, bytearray] = {}
         self._polls: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
+        self.batch = BatchWire(self)  # batch protocols: what they answer is set on it
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -108,6 +113,9 @@ class FakeAPI:
     # -- server side -------------------------------------------------------------------------------
     def _route(self, method: str, path: str) -> str:
         bare = path.split("?", 1)[0]
+        batch_route = BatchWire.route(method, bare)
+        if batch_route is not None:
+            return batch_route
         if bare.endswith("/chat/completions"):
             return CHAT
         if ":generateContent" in bare:
@@ -126,6 +134,8 @@ class FakeAPI:
         with self._lock:
             if self.script[seen.route]:
                 return self.script[seen.route].pop(0)
+        if seen.route in BATCH_ROUTES:
+            return self.batch.respond(seen)
         if seen.route == CHAT:
             return Canned(body=chat_body(self.content, usage=self.usage))
         if seen.route == GENERATE:

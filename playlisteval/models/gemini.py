@@ -265,7 +265,8 @@ class GeminiProvider:
             raw["usage_estimated"] = True
         else:
             usage = Usage(input_tokens=meta.prompt_token_count or 0, output_tokens=meta.candidates_token_count or 0,
-                          thinking_tokens=meta.thoughts_token_count or 0)
+                          thinking_tokens=meta.thoughts_token_count or 0,
+                          cached_input_tokens=meta.cached_content_token_count or 0)  # context cache reads
         return ProviderReply(text=text, usage=usage, finish_reason=finish, raw=raw)
 
     # -- models check ------------------------------------------------------------------------------

@@ -206,8 +206,10 @@ class OpenAIProvider:
             return fallback_usage(request, text)
         details = getattr(u, "completion_tokens_details", None)
         thinking = int(getattr(details, "reasoning_tokens", None) or 0)
+        # prompt caching: the part of the prompt read from the cache, charged at the cached-input price
+        cached = int(getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", None) or 0)
         # completion_tokens includes the reasoning tokens: the ledger keeps them apart
-        return Usage(input_tokens=int(u.prompt_tokens or 0),
+        return Usage(input_tokens=int(u.prompt_tokens or 0), cached_input_tokens=cached,
                      output_tokens=max(0, int(u.completion_tokens or 0) - thinking), thinking_tokens=thinking)
 
     def gpu_seconds(self, latency: float) -> float:

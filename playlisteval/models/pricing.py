@@ -1,4 +1,14 @@
-"""What a call costs (SPEC K1): tokens × the price table, or GPU-seconds × the GPU-hour price."""
+"""What a call costs (SPEC K1): tokens × the price table, or GPU-seconds × the GPU-hour price.
+
+Three discounts are applied here and nowhere else (issue 15):
+- input tokens a provider read from a cache (``Usage.cached_input_tokens``: Gemini's context cache and
+  implicit hits, OpenAI's prompt caching as its usage reports it) cost ``Price.cached_input`` instead of
+  ``Price.input``; a model with no cached-input price pays the full input price for them;
+- a call answered through a batch API costs ``1 − batch_discount`` of its token price (the providers
+  apply the batch discount to cached input too, so the two multiply);
+- a context cache's storage costs ``cache_storage`` per 1M tokens per hour it lives (``storage_usd``).
+GPU time is never discounted: local models have no batch price.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +20,33 @@ TOKENS_PER_FRAME = 258
 ESTIMATED_OUTPUT_TOKENS = 1500
 
 
-def usd(price: Price, usage: Usage, *, batch: bool = False) -> float:
-    cost = (
-        usage.input_tokens * price.input
+def token_usd(price: Price, usage: Usage) -> float:
+    """The online token price of ``usage``, cached input at its own price."""
+    cached = max(0, min(usage.cached_input_tokens, usage.input_tokens))
+    cached_rate = price.input if price.cached_input is None else price.cached_input
+    return (
+        (usage.input_tokens - cached) * price.input
+        + cached * cached_rate
         + usage.output_tokens * price.output
         + usage.thinking_tokens * price.thinking
     ) / 1e6
+
+
+def usd(price: Price, usage: Usage, *, batch: bool = False) -> float:
+    cost = token_usd(price, usage)
     if batch and price.batch_discount:
         cost *= 1 - price.batch_discount
     return cost + usage.gpu_seconds / 3600.0 * price.gpu_hour
+
+
+def storage_usd(price: Price, tokens: int, seconds: float) -> float:
+    """What keeping ``tokens`` in a context cache for ``seconds`` costs."""
+    return tokens / 1e6 * price.cache_storage * max(0.0, seconds) / 3600.0
+
+
+def batchable(price: Price) -> bool:
+    """Whether the price table gives this model a batch price."""
+    return price.batch_discount > 0
 
 
 def estimate_usage(request: ModelRequest) -> Usage:

@@ -70,6 +70,7 @@ class ModelRequest(BaseModel):
 
 class Usage(BaseModel):
     input_tokens: int = 0
+    cached_input_tokens: int = 0  # of input_tokens, read from a cache (charged at the cached-input price)
     output_tokens: int = 0
     thinking_tokens: int = 0
     gpu_seconds: float = 0.0

@@ -104,6 +104,10 @@ def spent_usd(engine: Engine, purpose: str = "build") -> float:
 
 
 class Runner:
+    #: set by models/batch.py (``Collector.defer``): called on a cache miss; raises ``Deferred`` while the
+    #: request waits for a batch, returns when it is to be asked online
+    defer: Callable[[str, str, ModelRequest], None] | None = None
+
     def __init__(
         self,
         settings: Settings,
@@ -133,6 +137,8 @@ class Runner:
         cached = self._cached(key, spec, request)
         if cached is not None:
             return cached
+        if self.defer is not None and validate is None:  # a semantic check needs the online repair loop
+            self.defer(key, spec, request)
         schema = SCHEMAS[request.response_schema] if request.response_schema else None
         provider = self.registry.get(provider_name)
         price = self.settings.price_for(spec)
@@ -240,6 +246,7 @@ class Runner:
             row.latency_s = time.monotonic() - started
             row.finished_at = now()
             s.add(row)
+            row.cached_input_tokens = usage.cached_input_tokens
 
     def _parse(self, reply: ProviderReply, schema: Any) -> tuple[dict[str, Any] | None, str | None]:
         if schema is None:
@@ -298,3 +305,4 @@ def _add(a: Usage, b: Usage) -> Usage:
         thinking_tokens=a.thinking_tokens + b.thinking_tokens,
         gpu_seconds=a.gpu_seconds + b.gpu_seconds,
     )
+        cached_input_tokens=a.cached_input_tokens + b.cached_input_tokens,

@@ -102,6 +102,12 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0203_judge_run_options_stamped", stamp_options_hash),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
+    # batch APIs (issue 15): batches and their requests; cached input and the batch of each ledger row
+    ("0800_batch_tables", create_tables("model_batch", "model_batch_request")),
+    ("0801_model_call_batch", add_columns("model_call", [("cached_input_tokens", "INTEGER", "0"),
+                                                         ("batch_id", "INTEGER", "0")])),
+    # leases renewed by a heartbeat while a step runs (issue 10)
+    ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "REAL", "0")),
 ]
 
 
