@@ -97,7 +97,7 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
 
     \b
     A run is a judge with one set of options (evidence, scope, sides, modality, frames, size, thinking,
-    media resolution, audio, retriever), named by their hash. Main: the judge's run with the
+    media resolution, audio, retriever), named by their hash (in --json). Main: the judge's run with the
     configured [eval] options — the one the leaderboard shows; any other is a sweep, and `varies` says
     what it changes. State: finished (every pair judged), incomplete (errors or pairs left: run the
     same `eval judge` command again), running (a pass under way, or cut short).
@@ -117,17 +117,18 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
         console.print("[dim]no judge runs yet: `playlisteval eval judge` makes them[/]")
         return
     table = Table(title="judge runs")
-    for column in ("run", "benchmark", "judge", "evidence", "scope", "sides", "main", "varies", "options", "state",
-                   "pairs", "judged", "no verdict", "errors", "accuracy"):
-        table.add_column(column, justify="right" if column in ("run", "pairs", "judged", "no verdict", "errors",
-                                                                 "accuracy") else "left")
+    for column in ("run", "judge", "options", "state", "judged", "errors", "accuracy"):
+        numeric = column in ("run", "judged", "errors", "accuracy")
+        table.add_column(column, justify="right" if numeric else "left", overflow="fold",
+                         no_wrap=column in ("state", "accuracy"))
     for info in found:
         c, opts = info.counts, info.settings
-        table.add_row(str(info.run_id), Text(info.benchmark), Text(info.judge), str(opts.get("evidence", "")),
-                      str(opts.get("scope", "")), "swapped" if opts.get("swap") else "forward",
-                      "yes" if info.main else "", Text(info.varies or "-"), info.options_hash or "-", c.state,
-                      str(c.pairs), str(c.judged), str(c.no_verdict), str(c.errors),
-                      "-" if info.accuracy is None else f"{100 * info.accuracy:.1f}%")
+        where = " · ".join([str(opts.get("evidence", "?")), str(opts.get("scope", "?")),
+                            "swapped" if opts.get("swap") else "forward"])
+        what = f"{where}\n" + ("main" if info.main else f"sweep: {info.varies or 'a repeat of the main run'}")
+        table.add_row(str(info.run_id), Text(f"{info.judge}\n{info.benchmark}"), Text(what), c.state,
+                      f"{c.judged}/{c.pairs}" + (f"\n{c.no_verdict} no verdict" if c.no_verdict else ""),
+                      str(c.errors), "-" if info.accuracy is None else f"{100 * info.accuracy:.1f}%")
     console.print(table)
 
 
