@@ -179,6 +179,10 @@ class AnalyticsSettings(_Section):
     consistent_letter_agreement: float = 0.25  # SPEC G5: a judge below this letter agreement is consistent
     report_examples: int = 5  # pairs shown in the report's "hardest pairs" section
     scope_order: list[str] = Field(default_factory=lambda: ["oracle", "1h", "10h", "24h", "domain"])
+    # issue 9: every rate shown carries an interval from a bootstrap that resamples whole units
+    confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval
+    bootstrap_resamples: int = Field(default=2000, ge=100)  # resamples per interval (and sign flips per test)
+    bootstrap_unit: str = Field(default="question", pattern="^(question|video|playlist)$")  # what is resampled
 
 
 class SelectSettings(_Section):

@@ -69,11 +69,11 @@ def test_report_escapes_model_text_and_has_every_section(tmp_path: Path) -> None
     assert "Which <img src=x onerror=alert(1)> sign is shown?" in text
     assert "[bold red]beta[/] <b>judge</b>" in text
     # the gate funnel section comes with analytics/funnel.sql, which the build's side owns
-    assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "bias", "retrieval", "stats",
-                                                        "cost", "hardest"]
+    assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "bias", "shortcuts",
+                                                        "retrieval", "stats", "cost", "hardest"]
     if "funnel" in parser.ids:
         assert "C1" in text and "C3" in text
-    assert len(parser.images) == 4  # leaderboard, gap curve, scope curve, position bias
+    assert len(parser.images) == 5  # leaderboard, gap curve, scope curve, position bias, shortcut audit
     for src in parser.images:
         svg = base64.b64decode(src.split(",", 1)[1]).decode()
         assert "<script" not in svg
@@ -89,7 +89,12 @@ def test_report_numbers_match_the_views(tmp_path: Path) -> None:
     parser = Tags()
     parser.feed(out.read_text())
     text = " ".join(t.strip() for t in parser.text if t.strip())
-    assert "alpha 62.5 50.0 +12.5 4 1" in text  # leaderboard row: retrieved, uniform, Δ, pairs, no verdict
+    # leaderboard row: retrieved, uniform, Δ with their intervals, p, pairs, no verdict, errors. Two questions
+    # (Education: p1 ✓ p2 ✓; Drama: p3 ✗ p4 ½), so the bootstrap is enumerated exactly: retrieved resamples
+    # are 1 (Education twice), 0.25 (Drama twice), 0.625 (one each) → [25, 100]; uniform is ½ in both
+    # questions → [50, 50]; Δ per question +1 (Education) and −½ (Drama) over 2 pairs each → +0.5, −0.25,
+    # +0.125 → [−25, +50]; sign flips of (+1, −½) all reach |½|: p = 1.
+    assert "alpha 62.5 [25.0, 100.0] 50.0 [50.0, 50.0] +12.5 [-25.0, +50.0] 1.000 4 1 0" in text
     assert "Longer answer wins (%) 75.0" in text
     assert "Education 2 3 6.10 2.03 2.17 0.60 1.75 2.60" in text  # Table 19 row
 

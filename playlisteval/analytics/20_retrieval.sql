@@ -1,43 +1,6 @@
 -- Retriever scores (SPEC R2, paper Tables 2 and 15) per retrieval run, per domain and overall ('All'):
--- Hit_both@k (both gold segments in the top k), Hit_any@k, Hit@k of each gold segment, nDCG@k with
--- binary relevance and IDCG over min(2, k), each beside its chance floor for a random ranking of the
--- question's N segments (SPEC R3): P(any) = 1 - C(N-2,k)/C(N,k), P(both) = k(k-1)/(N(N-1)), and the
--- expected nDCG@k. k is the run's own; ranks are 1-based; means are over the run's questions.
-WITH per_question AS (
-    SELECT
-        rk.run_id,
-        rr.embedder,
-        rr.k,
-        f.domain,
-        rk.item_id,
-        rk.n_segments,
-        least(rr.k, rk.n_segments) AS kk,
-        CASE WHEN greatest(rk.rank1, rk.rank2) <= rr.k AND least(rk.rank1, rk.rank2) >= 1 THEN 1.0 ELSE 0.0 END
-            AS hit_both,
-        CASE WHEN rk.rank1 BETWEEN 1 AND rr.k OR rk.rank2 BETWEEN 1 AND rr.k THEN 1.0 ELSE 0.0 END AS hit_any,
-        CASE WHEN rk.rank1 BETWEEN 1 AND rr.k THEN 1.0 ELSE 0.0 END AS hit_seg1,
-        CASE WHEN rk.rank2 BETWEEN 1 AND rr.k THEN 1.0 ELSE 0.0 END AS hit_seg2,
-        (CASE WHEN rk.rank1 BETWEEN 1 AND rr.k THEN 1.0 / log2(rk.rank1 + 1) ELSE 0.0 END
-         + CASE WHEN rk.rank2 BETWEEN 1 AND rr.k THEN 1.0 / log2(rk.rank2 + 1) ELSE 0.0 END)
-            / CASE WHEN rr.k >= 2 THEN 1.0 + 1.0 / log2(3) ELSE 1.0 END AS ndcg
-    FROM ranking AS rk
-    JOIN retrieval_run AS rr ON rr.id = rk.run_id
-    JOIN item_facts AS f ON f.item_id = rk.item_id
-),
-floors AS (
-    SELECT
-        q.*,
-        CASE WHEN n_segments >= 2
-            THEN 1.0 - (n_segments - kk)::DOUBLE * (n_segments - kk - 1) / (n_segments::DOUBLE * (n_segments - 1))
-        END AS chance_any,
-        CASE WHEN n_segments >= 2 THEN kk::DOUBLE * (kk - 1) / (n_segments::DOUBLE * (n_segments - 1)) END
-            AS chance_both,
-        CASE WHEN n_segments >= 2
-            THEN 2.0 / n_segments * (SELECT sum(1.0 / log2(i + 1)) FROM range(1, kk + 1) AS t(i))
-                / CASE WHEN k >= 2 THEN 1.0 + 1.0 / log2(3) ELSE 1.0 END
-        END AS chance_ndcg
-    FROM per_question AS q
-)
+-- Hit_both@k, Hit_any@k, Hit@k of each gold segment, nDCG@k, each beside its chance floor for a random
+-- ranking (SPEC R3), as means over the run's questions of the view `retrieval_question`.
 SELECT
     run_id,
     embedder,
@@ -53,5 +16,5 @@ SELECT
     avg(chance_both) AS chance_both,
     avg(chance_any) AS chance_any,
     avg(chance_ndcg) AS chance_ndcg
-FROM floors
+FROM retrieval_question
 GROUP BY GROUPING SETS ((run_id, embedder, k, domain), (run_id, embedder, k))

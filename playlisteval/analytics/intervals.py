@@ -22,6 +22,7 @@ the order rows were read (charter: same seed, same benchmark, same numbers on an
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +34,7 @@ LEVEL = 0.95
 RESAMPLES = 2000
 EXACT_CLUSTERS_MAX = 7  # 7^7 ≈ 0.8 M resamples enumerated at most (exact bootstrap)
 EXACT_SIGN_FLIPS_MAX = 16  # 2^16 sign vectors enumerated at most; more clusters: Monte Carlo
-_CELLS_PER_CHUNK = 4_000_000  # resample-weight cells drawn at once (bounded memory with many clusters)
-_QUANTILE = "inverted_cdf"  # a quantile of the (discrete) bootstrap distribution itself, not interpolated
+_CELLS_PER_CHUNK = 4_000_000  # drawn cluster indices drawn at once (bounded memory with many clusters)
 
 
 @dataclass(frozen=True)
@@ -72,34 +72,50 @@ def _rng(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) % 2**63, stream])
 
 
-def cluster_sums(values: ArrayLike, clusters: Sequence[Hashable] | ArrayLike | None = None
+def cluster_sums(values: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any] | None = None
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per cluster: the sum of its values and its number of observations, in canonical order (by sum,
     then count). No clusters given: each observation is its own cluster."""
     x = np.asarray(values, dtype=np.float64).reshape(-1)
+    sums: NDArray[np.float64]
+    counts: NDArray[np.float64]
     if clusters is None:
         sums, counts = x.copy(), np.ones_like(x)
     else:
-        labels = list(clusters) if not isinstance(clusters, np.ndarray) else clusters.tolist()
+        labels: list[Hashable] = clusters.tolist() if isinstance(clusters, np.ndarray) else list(clusters)
         if len(labels) != len(x):
             raise ValueError(f"{len(x)} values but {len(labels)} cluster labels")
         index: dict[Hashable, int] = {}
         inverse = np.fromiter((index.setdefault(label, len(index)) for label in labels), dtype=np.int64,
                               count=len(labels))
-        sums = np.bincount(inverse, weights=x, minlength=len(index))
+        sums = np.bincount(inverse, weights=x, minlength=len(index)).astype(np.float64)
         counts = np.bincount(inverse, minlength=len(index)).astype(np.float64)
     order = np.lexsort((counts, sums))
     return sums[order], counts[order]
 
 
-def _weights(k: int, resamples: int, rng: np.random.Generator) -> Iterator[NDArray[np.int64]]:
-    """Chunks of resample weights: row r says how often each of the k clusters was drawn."""
+def _draws(k: int, resamples: int, rng: np.random.Generator) -> Iterator[NDArray[np.int64]]:
+    """Chunks of resamples: row r holds the k clusters drawn (with replacement) by resample r."""
     rows = max(1, _CELLS_PER_CHUNK // max(k, 1))
     done = 0
     while done < resamples:
         m = min(rows, resamples - done)
-        yield rng.multinomial(k, np.full(k, 1.0 / k), size=m)
+        yield rng.integers(0, k, size=(m, k))
         done += m
+
+
+@functools.lru_cache(maxsize=16)
+def _weights(k: int, resamples: int, seed: int) -> NDArray[np.float64]:
+    """How often each of the k clusters is drawn by each resample (resamples × k), when that fits in one
+    chunk. The draws depend on (seed, k, resamples) only, so every rate over k clusters reuses them: a
+    report with many rates then costs one matrix product each, and gives the same numbers as drawing
+    afresh (the generator would repeat the very same draws)."""
+    (draws,) = list(_draws(k, resamples, _rng(seed, 1)))
+    offsets = (np.arange(resamples) * k)[:, None]
+    w = np.bincount((draws + offsets).reshape(-1), minlength=resamples * k).reshape(resamples, k)
+    out = w.astype(np.float64)
+    out.flags.writeable = False
+    return out
 
 
 def exact_distribution(sums: NDArray[np.float64], counts: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -120,13 +136,18 @@ def bootstrap_distribution(sums: NDArray[np.float64], counts: NDArray[np.float64
         if k > EXACT_CLUSTERS_MAX:
             raise ValueError(f"exact bootstrap of {k} clusters would enumerate {k}^{k} resamples")
         return exact_distribution(sums, counts)
-    out = [(w @ sums) / (w @ counts) for w in _weights(k, resamples, _rng(seed, 1))]
+    if k * resamples <= _CELLS_PER_CHUNK:
+        w = _weights(k, resamples, int(seed))
+        return (w @ sums) / (w @ counts)
+    out = [sums[d].sum(axis=1) / counts[d].sum(axis=1) for d in _draws(k, resamples, _rng(seed, 1))]
     return np.concatenate(out)
 
 
 def percentile_interval(distribution: NDArray[np.float64], level: float = LEVEL) -> tuple[float, float]:
+    """The percentile interval, with the inverse-CDF quantile: a quantile of the (discrete) bootstrap
+    distribution itself, not interpolated between its atoms."""
     tail = (1.0 - level) / 2
-    low, high = np.quantile(distribution, [tail, 1.0 - tail], method=_QUANTILE)
+    low, high = np.quantile(distribution, np.array([tail, 1.0 - tail]), method="inverted_cdf")
     return float(low), float(high)
 
 
@@ -143,19 +164,54 @@ def sign_flip_p(cluster_totals: ArrayLike, *, seed: int, resamples: int = RESAMP
         bits = (np.arange(2**k)[:, None] >> np.arange(k)) & 1
         totals = ((1 - 2 * bits) * d).sum(axis=1)
         return float(np.mean(np.abs(totals) >= observed - tolerance))
-    rng = _rng(seed, 2)
-    hits = 0
-    rows = max(1, _CELLS_PER_CHUNK // k)
-    done = 0
-    while done < resamples:
-        m = min(rows, resamples - done)
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(m, k))
-        hits += int(np.sum(np.abs(signs @ d) >= observed - tolerance))
-        done += m
+    hits = sum(int(np.sum(np.abs(signs @ d) >= observed - tolerance)) for signs in _signs(k, resamples, int(seed)))
     return (hits + 1) / (resamples + 1)  # the observed labelling counts as one of the permutations
 
 
-def bootstrap_mean(values: ArrayLike, clusters: Sequence[Hashable] | ArrayLike | None = None, *, seed: int,
+def _signs(k: int, resamples: int, seed: int) -> list[NDArray[np.float64]]:
+    """Random sign vectors (resamples × k, in chunks); cached like ``_weights`` when they fit one chunk."""
+    if k * resamples <= _CELLS_PER_CHUNK:
+        return [_one_chunk_of_signs(k, resamples, seed)]
+    rng, rows, out, done = _rng(seed, 2), max(1, _CELLS_PER_CHUNK // k), [], 0
+    while done < resamples:
+        m = min(rows, resamples - done)
+        out.append(rng.choice(np.array([-1.0, 1.0]), size=(m, k)))
+        done += m
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _one_chunk_of_signs(k: int, resamples: int, seed: int) -> NDArray[np.float64]:
+    out = _rng(seed, 2).choice(np.array([-1.0, 1.0]), size=(resamples, k))
+    out.flags.writeable = False
+    return out
+
+
+def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int, resamples: int = RESAMPLES,
+                       level: float = LEVEL, null: float | None = None, exact: bool | None = None) -> Interval:
+    """The rate Σ sums / Σ counts of K clusters with its cluster-bootstrap interval (and, with ``null``,
+    the sign-flip p-value against it). For callers that aggregate per cluster themselves (in SQL)."""
+    s = np.asarray(sums, dtype=np.float64).reshape(-1)
+    n = np.asarray(counts, dtype=np.float64).reshape(-1)
+    if len(s) != len(n):
+        raise ValueError(f"{len(s)} cluster sums but {len(n)} counts")
+    if len(s) == 0 or n.sum() <= 0:
+        raise ValueError("a rate of no observations")
+    if np.any(n <= 0):
+        raise ValueError("a cluster without observations")
+    if not 0 < level < 1:
+        raise ValueError(f"confidence level {level} is not between 0 and 1")
+    order = np.lexsort((n, s))  # canonical: the result cannot depend on ids or on the order rows came in
+    s, n = s[order], n[order]
+    low = high = None
+    if len(s) >= 2:
+        low, high = percentile_interval(bootstrap_distribution(s, n, seed=seed, resamples=resamples, exact=exact),
+                                        level)
+    p = None if null is None else sign_flip_p(s - null * n, seed=seed, resamples=resamples)
+    return Interval(float(s.sum() / n.sum()), low, high, int(round(n.sum())), len(s), level, p, null)
+
+
+def bootstrap_mean(values: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any] | None = None, *, seed: int,
                    resamples: int = RESAMPLES, level: float = LEVEL, null: float | None = None,
                    exact: bool | None = None) -> Interval:
     """The mean of ``values`` (pooled over observations) with its cluster-bootstrap interval; with
@@ -163,22 +219,11 @@ def bootstrap_mean(values: ArrayLike, clusters: Sequence[Hashable] | ArrayLike |
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if len(x) == 0:
         raise ValueError("a rate of no observations")
-    if not 0 < level < 1:
-        raise ValueError(f"confidence level {level} is not between 0 and 1")
     sums, counts = cluster_sums(x, clusters)
-    estimate = float(sums.sum() / counts.sum())
-    low = high = None
-    if len(sums) >= 2:
-        low, high = percentile_interval(bootstrap_distribution(sums, counts, seed=seed, resamples=resamples,
-                                                               exact=exact), level)
-    p = None
-    if null is not None:
-        shifted, _ = cluster_sums(x - null, clusters)
-        p = sign_flip_p(shifted, seed=seed, resamples=resamples)
-    return Interval(estimate, low, high, len(x), len(sums), level, p, null)
+    return interval_from_sums(sums, counts, seed=seed, resamples=resamples, level=level, null=null, exact=exact)
 
 
-def bootstrap_difference(a: ArrayLike, b: ArrayLike, clusters: Sequence[Hashable] | ArrayLike | None = None, *,
+def bootstrap_difference(a: ArrayLike, b: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any] | None = None, *,
                          seed: int, resamples: int = RESAMPLES, level: float = LEVEL,
                          exact: bool | None = None) -> Interval:
     """Paired: ``a[i]`` and ``b[i]`` are one unit (a pair judged both ways) in cluster ``clusters[i]``.

@@ -2,7 +2,8 @@
 
 An SVG shown through ``<img>`` cannot run script, so judge names or any other text drawn into a figure
 cannot inject anything into the report, whatever they contain. The figures are deterministic (fixed
-hash salt, no date) so two reports of the same store are byte-identical.
+hash salt, no date) so two reports of the same store are byte-identical. A value given as an
+``Interval`` (analytics/intervals.py) is drawn at its estimate with its interval as an error bar.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ matplotlib.use("Agg")  # no display, ever
 
 from matplotlib.axes import Axes  # noqa: E402  (after the backend is chosen)
 from matplotlib.figure import Figure  # noqa: E402
+
+from playlisteval.analytics.intervals import Interval  # noqa: E402
+
+Value = float | Interval | None  # a share (0–1), a share with its interval, or nothing
 
 _STYLE: Any = {"svg.hashsalt": "playlisteval", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
           "axes.spines.right": False}
@@ -37,17 +42,33 @@ def _percent_axis(ax: Axes, label: str) -> None:
     ax.axhline(50, color="0.6", linewidth=0.8, linestyle=":")  # chance for a pairwise choice
 
 
-def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[float | None]], *, ylabel: str,
+def _point(value: Value) -> float | None:
+    if isinstance(value, Interval):
+        return 100 * value.estimate
+    return None if value is None else 100 * value
+
+
+def _error(value: Value) -> tuple[float, float]:
+    """(below, above) the estimate in percent points; 0 for a plain value or one without an interval."""
+    if isinstance(value, Interval) and value.low is not None and value.high is not None:
+        return 100 * max(value.estimate - value.low, 0.0), 100 * max(value.high - value.estimate, 0.0)
+    return 0.0, 0.0
+
+
+def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[Value]], *, ylabel: str,
                  title: str) -> str:
-    """Bars per category, one colour per series; values are shares (0–1) drawn as percent."""
+    """Bars per category, one colour per series; values are shares (0–1) drawn as percent, intervals as
+    error bars."""
     with matplotlib.rc_context(_STYLE):
         fig = Figure(figsize=(max(4.0, 0.9 * len(categories) + 2), 3.2))
         ax = fig.subplots()
         width = 0.8 / max(len(series), 1)
         for i, (name, values) in enumerate(series.items()):
             xs = [c + (i - (len(series) - 1) / 2) * width for c in range(len(categories))]
-            ys = [100 * v if v is not None else 0.0 for v in values]
-            ax.bar(xs, ys, width=width, label=name)
+            ys = [_point(v) or 0.0 for v in values]
+            errors = [_error(v) for v in values]
+            ax.bar(xs, ys, width=width, label=name, yerr=[[e[0] for e in errors], [e[1] for e in errors]],
+                   error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "0.25"})
         ax.set_xticks(range(len(categories)), list(categories), rotation=30, ha="right")
         _percent_axis(ax, ylabel)
         ax.set_title(title)
@@ -56,16 +77,20 @@ def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[float 
         return _uri(fig)
 
 
-def lines(xs: Sequence[str], series: Mapping[str, Sequence[float | None]], *, xlabel: str, ylabel: str,
+def lines(xs: Sequence[str], series: Mapping[str, Sequence[Value]], *, xlabel: str, ylabel: str,
           title: str) -> str:
-    """One line per series over categorical x values; values are shares (0–1) drawn as percent."""
+    """One line per series over categorical x values; values are shares (0–1) drawn as percent,
+    intervals as error bars (the series nudged apart so their bars do not overlap)."""
     with matplotlib.rc_context(_STYLE):
         fig = Figure(figsize=(5.5, 3.2))
         ax = fig.subplots()
-        for name, values in series.items():
-            points = [(i, 100 * v) for i, v in enumerate(values) if v is not None]
+        for n, (name, values) in enumerate(series.items()):
+            nudge = 0.06 * (n - (len(series) - 1) / 2) if len(series) > 1 else 0.0
+            points = [(i + nudge, y, _error(v)) for i, v in enumerate(values) if (y := _point(v)) is not None]
             if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, clip_on=False)
+                ax.errorbar([p[0] for p in points], [p[1] for p in points],
+                            yerr=[[p[2][0] for p in points], [p[2][1] for p in points]], marker="o", label=name,
+                            capsize=2, elinewidth=0.8, clip_on=False)
         ax.set_xticks(range(len(xs)), list(xs))
         ax.set_xlabel(xlabel)
         _percent_axis(ax, ylabel)

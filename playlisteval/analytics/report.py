@@ -7,29 +7,21 @@ Judge names, questions and answers are model or user text: the template escapes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
-from playlisteval.analytics import plots
+from playlisteval.analytics import rate_sections
+from playlisteval.analytics.rates import Bootstrap, is_simulated
 from playlisteval.analytics.runner import Analytics, AnalyticsError
-from playlisteval.analytics.tabular import Col, DisplayTable, display, fmt, generic, pivot
+from playlisteval.analytics.tabular import Col, Section, display, fmt, generic
 from playlisteval.config import Settings
 
+__all__ = ["Section", "build_sections", "choose_benchmark", "leaderboard_rows", "render", "write_report"]
+
 EXCERPT_CHARS = 700  # of each answer in the hardest-pairs section; the full text is in the store
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    note: str = ""
-    tables: list[tuple[str, DisplayTable]] = field(default_factory=list)
-    figures: list[tuple[str, str]] = field(default_factory=list)  # (alt text, data URI)
-    examples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def choose_benchmark(an: Analytics, name: str | None) -> dict[str, Any] | None:
@@ -55,112 +47,6 @@ def leaderboard_rows(an: Analytics, bench: dict[str, Any] | None) -> list[dict[s
     where, params = _where(bench)
     return an.rows(f"SELECT * FROM leaderboard WHERE {where} AND domain = 'All' "
                    "ORDER BY retrieved DESC NULLS LAST, uniform DESC NULLS LAST, judge", params)
-
-
-LEADERBOARD_COLS = [Col("judge", "Judge"), Col("retrieved", "Retrieved %", "pct"), Col("uniform", "Uniform %", "pct"),
-                    Col("difference", "Δ (pts)", "pts"), Col("n_retrieved", "Pairs", "int"),
-                    Col("no_verdict_retrieved", "No verdict", "int")]
-
-
-def _leaderboard(an: Analytics, bench: dict[str, Any] | None) -> Section:
-    rows = leaderboard_rows(an, bench)
-    where, params = _where(bench)
-    by_domain = an.rows(f"SELECT * FROM leaderboard WHERE {where} AND domain <> 'All' ORDER BY domain", params)
-    rank = {r["judge"]: i for i, r in enumerate(rows)}  # per-domain rows in leaderboard order
-    by_domain.sort(key=lambda r: rank.get(r["judge"], len(rank)))
-    section = Section("leaderboard", "Judge leaderboard (paper Table 1)",
-                      "Pairwise accuracy on the full-domain scope, main forward pass, with retrieved and with "
-                      "uniform evidence. No verdict counts 0.5.")
-    section.tables.append(("Overall", display(rows, LEADERBOARD_COLS)))
-    for evidence in ("retrieved", "uniform"):
-        if any(r[evidence] is not None for r in by_domain):
-            section.tables.append((f"By domain, {evidence} evidence (%)",
-                                   pivot(by_domain, "judge", "domain", evidence, kind="pct", row_header="Judge")))
-    if rows:
-        section.figures.append(("Accuracy per judge", plots.grouped_bars(
-            [r["judge"] for r in rows], {"retrieved": [r["retrieved"] for r in rows],
-                                         "uniform": [r["uniform"] for r in rows]},
-            ylabel="accuracy (%)", title="Pairwise accuracy")))
-    return section
-
-
-def _gap(an: Analytics, bench: dict[str, Any] | None) -> Section:
-    where, params = _where(bench)
-    rows = an.rows(f"SELECT * FROM accuracy_by_gap WHERE {where} AND evidence = 'retrieved' AND scope = 'domain' "
-                   "ORDER BY judge, gap", params)
-    section = Section("gap", "Accuracy by rating gap (paper Fig. 3)",
-                      "Retrieved evidence, full-domain scope: a larger gap between the two ratings is an easier pair.")
-    if rows:
-        gaps = sorted({int(r["gap"]) for r in rows})
-        section.tables.append(("Accuracy (%) by gap", pivot(rows, "judge", "gap", "accuracy", kind="pct",
-                                                             col_order=[str(g) for g in gaps], row_header="Judge")))
-        series = _series(rows, "judge", "gap", "accuracy", [str(g) for g in gaps])
-        section.figures.append(("Accuracy by gap", plots.lines([str(g) for g in gaps], series, xlabel="rating gap",
-                                                               ylabel="accuracy (%)", title="Accuracy by rating gap")))
-    return section
-
-
-def _series(rows: list[dict[str, Any]], name_key: str, x_key: str, y_key: str,
-            xs: list[str]) -> dict[str, list[float | None]]:
-    out: dict[str, dict[str, float]] = {}
-    for r in rows:
-        out.setdefault(str(r[name_key]), {})[str(r[x_key])] = r[y_key]
-    return {name: [values.get(x) for x in xs] for name, values in out.items()}
-
-
-def _scope(an: Analytics, bench: dict[str, Any] | None, order: list[str]) -> Section:
-    where, params = _where(bench)
-    rows = an.rows(f"SELECT *, CASE WHEN evidence = 'oracle' THEN 'oracle' ELSE scope END AS x FROM accuracy_by_scope "
-                   f"WHERE {where} AND evidence IN ('retrieved', 'oracle') ORDER BY judge", params)
-    section = Section("scope", "Accuracy by corpus scope (paper Fig. 4)",
-                      "Retrieved evidence over corpora of growing size; oracle: the two gold segments only.")
-    if rows:
-        present = {str(r["x"]) for r in rows}
-        xs = [s for s in order if s in present] + sorted(present - set(order))
-        section.tables.append(("Accuracy (%) by scope", pivot(rows, "judge", "x", "accuracy", kind="pct",
-                                                               col_order=xs, row_header="Judge")))
-        section.figures.append(("Accuracy by scope", plots.lines(
-            xs, _series(rows, "judge", "x", "accuracy", xs), xlabel="scope", ylabel="accuracy (%)",
-            title="Accuracy by corpus scope")))
-    return section
-
-
-BIAS_COLS = [Col("judge", "Judge"), Col("evidence", "Evidence"), Col("scope", "Scope"), Col("n", "Pairs", "int"),
-             Col("accuracy_forward", "Acc. fwd %", "pct"), Col("accuracy_reversed", "Acc. rev %", "pct"),
-             Col("picked_a_forward", "Picked A fwd %", "pct"), Col("picked_a_reversed", "Picked A rev %", "pct"),
-             Col("letter_agreement", "Letter agreement %", "pct"), Col("solved_both", "Solved both %", "pct"),
-             Col("wrong_both", "Wrong both %", "pct"), Col("consistent", "Consistent", "bool")]
-
-
-def _bias(an: Analytics, bench: dict[str, Any] | None) -> Section:
-    where, params = _where(bench)
-    rows = an.rows(f"SELECT * FROM position_bias WHERE {where} ORDER BY letter_agreement, judge", params)
-    section = Section("bias", "Position bias (paper Table 14)",
-                      "Each judge's forward pass against the pass with the answers' sides swapped, over the pairs "
-                      "judged in both. Letter agreement: the same letter both times, i.e. the slot, not the answer.")
-    section.tables.append(("", display(rows, BIAS_COLS)))
-    if rows:
-        labels = [f"{r['judge']} ({r['evidence']}, {r['scope']})" for r in rows]
-        section.figures.append(("Position bias", plots.grouped_bars(labels, {
-            "letter agreement": [r["letter_agreement"] for r in rows],
-            "picked A, forward": [r["picked_a_forward"] for r in rows],
-            "picked A, reversed": [r["picked_a_reversed"] for r in rows]}, ylabel="% of pairs", title="Position bias")))
-    return section
-
-
-RETRIEVAL_COLS = [Col("run_id", "Run", "int"), Col("embedder", "Retriever"), Col("domain", "Domain"),
-                  Col("n", "Questions", "int"), Col("mean_segments", "Segments", "num"), Col("k", "k", "int"),
-                  Col("hit_both", "Hit_both %", "pct"), Col("hit_any", "Hit_any %", "pct"),
-                  Col("hit_seg1", "Hit seg 1 %", "pct"), Col("hit_seg2", "Hit seg 2 %", "pct"),
-                  Col("ndcg", "nDCG %", "pct"), Col("chance_both", "Chance both %", "pct2"),
-                  Col("chance_any", "Chance any %", "pct"), Col("chance_ndcg", "Chance nDCG %", "pct")]
-
-
-def _retrieval(an: Analytics) -> Section:
-    rows = an.rows("SELECT * FROM retrieval ORDER BY run_id, domain = 'All' DESC, domain")
-    return Section("retrieval", "Retrievers (paper Tables 2 and 15)",
-                   "Gold segments' ranks among the domain's segments; chance floors of a random ranking (SPEC R3).",
-                   tables=[("", display(rows, RETRIEVAL_COLS))])
 
 
 STAT_ROWS = [("Domains", "domains", "int"), ("Playlists", "playlists", "int"), ("Indexed videos", "videos", "int"),
@@ -250,8 +136,11 @@ def _hardest(an: Analytics, bench: dict[str, Any] | None, limit: int) -> Section
 
 
 def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None) -> list[Section]:
-    sections = [_leaderboard(an, bench), _gap(an, bench), _scope(an, bench, settings.analytics.scope_order),
-                _bias(an, bench), _retrieval(an), _stats(an, bench), _cost(an)]
+    boot = Bootstrap.of(settings)
+    sections = [rate_sections.leaderboard(an, bench, boot), rate_sections.gap(an, bench, boot),
+                rate_sections.scope(an, bench, boot, settings.analytics.scope_order), rate_sections.bias(an, bench),
+                rate_sections.shortcuts(an, bench, boot), rate_sections.retrieval(an, boot), _stats(an, bench),
+                _cost(an)]
     funnel = _funnel(an)
     if funnel is not None:
         sections.append(funnel)
@@ -259,16 +148,27 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
     return sections
 
 
-def render(sections: list[Section], *, title: str, benchmark: str | None) -> str:
+def render(sections: list[Section], *, title: str, benchmark: str | None, simulated: str = "",
+           intervals: str = "") -> str:
+    """The page; ``simulated``: the banner saying the numbers came from the sim ("" when they did not)."""
     env = Environment(autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
     source = resources.files("playlisteval.analytics").joinpath("report.html.j2").read_text(encoding="utf-8")
-    return env.from_string(source).render(sections=sections, title=title, benchmark=benchmark)
+    return env.from_string(source).render(sections=sections, title=title, benchmark=benchmark, simulated=simulated,
+                                          intervals=intervals)
+
+
+def simulated_banner(an: Analytics) -> str:
+    """The report's banner when anything in the store came from the sim."""
+    from playlisteval.models.simulated import NOTE
+
+    return NOTE if is_simulated(an.engine) else ""
 
 
 def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | None = None) -> list[Section]:
     bench = choose_benchmark(an, benchmark)
     sections = build_sections(an, settings, bench)
-    page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None)
+    page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None,
+                  simulated=simulated_banner(an), intervals=Bootstrap.of(settings).label)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return sections

@@ -97,6 +97,7 @@ class Analytics:
 
     def __init__(self, engine: Engine, settings: Settings | None = None, *, all_tables: bool = False) -> None:
         self.con = duckdb.connect(":memory:")
+        self.engine = engine  # the store the tables came from (what labels the report, e.g. simulated)
         self.tables = (load_tables(engine) if all_tables
                        else load_tables(engine, VIEW_TABLES, skip_columns=HEAVY_COLUMNS))
         for name, table in self.tables.items():

@@ -1,4 +1,4 @@
-"""Rows of a view turned into display tables: chosen columns, headers and number formats.
+"""Rows of a view turned into display tables (chosen columns, headers and number formats) and report sections.
 
 Cells come back as plain strings; the HTML template escapes them (model output is untrusted) and the
 terminal prints them as text, never as markup.
@@ -11,10 +11,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def _bounds(low: float | None, high: float | None, pattern: str) -> str:
+    if low is None or high is None:
+        return "[—]"  # one unit resampled: no interval (not a zero-width one)
+    return f"[{pattern.format(100 * low)}, {pattern.format(100 * high)}]"
+
+
 def fmt(value: Any, kind: str) -> str:
-    """One cell: pct (share → percent), pts (share difference → points), usd, int, hours, num, text."""
+    """One cell: pct (share → percent), pts (share difference → points), ci / cipts (an interval of
+    analytics.intervals: "62.5 [51.0, 73.2]", "+12.5 [-3.0, +27.9]"), p (a p-value), usd, int, hours,
+    num, text."""
     if value is None:
         return "—"
+    if kind == "ci":
+        return f"{100 * value.estimate:.1f} {_bounds(value.low, value.high, '{:.1f}')}"
+    if kind == "cipts":
+        return f"{100 * value.estimate:+.1f} {_bounds(value.low, value.high, '{:+.1f}')}"
+    if kind == "p":
+        p = value.p_value if hasattr(value, "p_value") else value
+        return "—" if p is None else "<0.001" if p < 0.001 else f"{p:.3f}"
     if kind == "pct":
         return f"{100 * float(value):.1f}"
     if kind == "pct2":
@@ -51,6 +66,18 @@ class DisplayTable:
 
     def __bool__(self) -> bool:
         return bool(self.rows)
+
+
+@dataclass
+class Section:
+    """One section of the report: tables, figures (alt text, data URI) and, for the hardest pairs, examples."""
+
+    id: str
+    title: str
+    note: str = ""
+    tables: list[tuple[str, DisplayTable]] = field(default_factory=list)
+    figures: list[tuple[str, str]] = field(default_factory=list)
+    examples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def display(rows: Sequence[dict[str, Any]], columns: Sequence[Col]) -> DisplayTable:

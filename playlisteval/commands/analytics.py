@@ -80,21 +80,41 @@ def sql(ctx: click.Context, query: str | None, fmt: str, list_views: bool) -> No
         console.print(table)
 
 
-def print_leaderboard(an: Any, bench: dict[str, Any] | None) -> None:
-    from playlisteval.analytics.report import LEADERBOARD_COLS, leaderboard_rows
-    from playlisteval.analytics.tabular import display
+def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, as_json: bool = False) -> None:
+    """The leaderboard with a 95 % interval on every rate (issue 9), as a table or as JSON."""
+    from playlisteval.analytics.rate_sections import shown
+    from playlisteval.analytics.rates import Bootstrap, is_simulated, json_ready, leaderboard
+    from playlisteval.analytics.tabular import fmt
 
-    shown = display(leaderboard_rows(an, bench), LEADERBOARD_COLS)
-    title = f"Leaderboard — {bench['name']}" if bench else "Leaderboard"
-    table = Table(title=title)
-    for header, numeric in zip(shown.headers, shown.numeric, strict=True):
-        table.add_column(header, justify="right" if numeric else "left")
-    for row in shown.rows:
-        table.add_row(*(Text(cell) for cell in row))
-    if not shown.rows:
+    boot = Bootstrap.of(settings)
+    rows = leaderboard(an, bench, boot)
+    simulated = is_simulated(an.engine)
+    if as_json:
+        click.echo(json.dumps({"benchmark": bench["name"] if bench else None, "simulated": simulated,
+                               "intervals": {"level": boot.level, "unit": boot.unit, "resamples": boot.resamples,
+                                             "seed": boot.seed, "p_value": f"sign-flip test over {boot.unit}s"},
+                               "rows": [json_ready(r) for r in rows]}, default=str))
+        return
+    if not rows:
         console.print("[dim]no judge has judged this benchmark at the full-domain scope yet[/]")
         return
+    title = f"Leaderboard — {bench['name']}" if bench else "Leaderboard"
+    table = Table(title=title + (" (SIMULATED)" if simulated else ""), caption=boot.label)
+    # five columns, so that an 80-column terminal keeps the judge's name whole
+    table.add_column("Judge", no_wrap=True)
+    for header in ("Retrieved % [CI]", "Uniform % [CI]", "Δ pts [CI], p", "Pairs (no verdict, errors)"):
+        table.add_column(header, justify="right")
+    for r in shown(rows):
+        counts = f"{fmt(r.get('n_retrieved'), 'int')} ({fmt(r.get('no_verdict_retrieved'), 'int')}, " \
+                 f"{fmt(r.get('errors_retrieved'), 'int')})"
+        diff = r["difference_ci"]
+        table.add_row(*(Text(cell) for cell in (
+            r["judge_shown"] + (" *" if r.get("status") else ""), fmt(r["retrieved_ci"], "ci"),
+            fmt(r["uniform_ci"], "ci"), fmt(diff, "cipts") + (f" p={fmt(diff, 'p')}" if diff else ""), counts)))
     console.print(table)
+    for r in rows:
+        if r.get("status"):
+            console.print(Text(f"* {r['judge']}: {r['status']}"))  # not a finished result: say so
 
 
 @click.command("report")
@@ -105,9 +125,11 @@ def print_leaderboard(an: Any, bench: dict[str, Any] | None) -> None:
 def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool) -> None:
     """Write the analytics as one self-contained HTML page OUT, and print the leaderboard.
 
-    The page holds the judge leaderboard (retrieved vs uniform evidence, per domain), accuracy by rating
-    gap and by corpus scope, position bias, retriever Hit@k and nDCG@k with chance floors, benchmark
-    statistics, build and evaluation cost, and the hardest pairs. All model text is escaped.
+    The page holds the judge leaderboard (retrieved vs uniform evidence, per domain, judge − judge),
+    accuracy by rating gap (weak judges and every judge run) and by corpus scope, position bias, the
+    shortcut audit, retriever Hit@k and nDCG@k with chance floors, benchmark statistics, build and
+    evaluation cost, and the hardest pairs. Every rate carries a 95 % interval (bootstrap over
+    questions) and error bars; numbers the sim made are marked SIMULATED. All model text is escaped.
     """
     from playlisteval.analytics.report import choose_benchmark, write_report
 
@@ -116,7 +138,7 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool) ->
         with err_console.status("rendering the report …"):
             write_report(an, settings, out, benchmark)
         if not quiet:
-            print_leaderboard(an, choose_benchmark(an, benchmark))
+            print_leaderboard(an, settings, choose_benchmark(an, benchmark))
     if not quiet:
         _label_simulated(settings)
     console.print(f"wrote {out}")
@@ -124,15 +146,24 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool) ->
 
 @click.command("leaderboard")
 @click.option("--benchmark", default=None, help="Benchmark name. Default: the one judged most recently.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: every rate as {estimate, low, high, n, clusters, level}, the "
+                   "difference with its p_value, and whether the numbers are simulated.")
 @click.pass_context
-def leaderboard(ctx: click.Context, benchmark: str | None) -> None:
-    """Print the judge leaderboard: accuracy with retrieved and uniform evidence, and the difference."""
+def leaderboard(ctx: click.Context, benchmark: str | None, as_json: bool) -> None:
+    """Print the judge leaderboard: accuracy with retrieved and uniform evidence, and the difference.
+
+    Every rate carries a 95 % interval from a bootstrap that resamples whole questions ([analytics]
+    bootstrap_unit, confidence, bootstrap_resamples; seeded by [project] seed); the difference
+    (retrieved − uniform, over the pairs judged both ways) carries the p-value of a paired sign-flip test.
+    """
     from playlisteval.analytics.report import choose_benchmark
 
     settings, an = _open(ctx)
     with an:
-        print_leaderboard(an, choose_benchmark(an, benchmark))
-    _label_simulated(settings)
+        print_leaderboard(an, settings, choose_benchmark(an, benchmark), as_json=as_json)
+    if not as_json:
+        _label_simulated(settings)
 
 
 def _label_simulated(settings: Any) -> None:

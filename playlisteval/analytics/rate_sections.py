@@ -1,0 +1,183 @@
+"""The report's sections that show rates, each with its interval (issue 9): the leaderboard and judge
+differences, accuracy by rating gap (weak judges and every judge run), by corpus scope, position bias,
+the shortcut audit and the retrievers. Intervals are drawn as error bars in the figures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playlisteval.analytics import plots, rates, science
+from playlisteval.analytics.rates import Bootstrap, Row, shown_name
+from playlisteval.analytics.runner import Analytics
+from playlisteval.analytics.tabular import Col, DisplayTable, Section, display, fmt
+
+LEADERBOARD_COLS = [Col("judge_shown", "Judge"), Col("retrieved_ci", "Retrieved % [CI]", "ci"),
+                    Col("uniform_ci", "Uniform % [CI]", "ci"), Col("difference_ci", "Δ pts [CI]", "cipts"),
+                    Col("difference_ci", "p (Δ)", "p"), Col("n_retrieved", "Pairs", "int"),
+                    Col("no_verdict_retrieved", "No verdict", "int"), Col("errors_retrieved", "Errors", "int"),
+                    Col("status", "Status")]
+DIFF_COLS = [Col("judge_a_shown", "Judge A"), Col("judge_b_shown", "Judge B"), Col("n", "Pairs in both", "int"),
+             Col("difference_ci", "A − B pts [CI]", "cipts"), Col("difference_ci", "p", "p")]
+
+
+def ci_pivot(rows: list[Row], row_key: str, col_key: str, value_key: str, cols: list[Any], row_header: str,
+             col_name: Any = str) -> DisplayTable:
+    """A row_key × col_key table of intervals (cells "62.5 [51.0, 73.2]")."""
+    seen: dict[str, dict[Any, Any]] = {}
+    for r in rows:
+        seen.setdefault(str(r[row_key]), {})[r[col_key]] = r[value_key]
+    table = DisplayTable(headers=[row_header, *(col_name(c) for c in cols)], numeric=[False] + [True] * len(cols))
+    for name, values in seen.items():
+        table.rows.append([name, *(fmt(values.get(c), "ci") for c in cols)])
+    return table
+
+
+def shown(rows: list[Row], key: str = "judge") -> list[Row]:
+    for r in rows:
+        r[f"{key}_shown"] = shown_name(str(r[key]))
+    return rows
+
+
+def leaderboard(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
+    rows = shown(rates.leaderboard(an, bench, boot, domains=True))
+    overall = [r for r in rows if r["domain"] == "All"]
+    rank = {r["judge"]: i for i, r in enumerate(overall)}
+    by_domain = sorted((r for r in rows if r["domain"] != "All"), key=lambda r: (rank.get(r["judge"], 0), r["domain"]))
+    section = Section("leaderboard", "Judge leaderboard (paper Table 1)",
+                      "Pairwise accuracy on the full-domain scope, main forward pass, with retrieved and with "
+                      "uniform evidence; no verdict counts 0.5. Δ = retrieved − uniform over the pairs judged both "
+                      f"ways, p from a paired test. {boot.label}.")
+    section.tables.append(("Overall", display(overall, LEADERBOARD_COLS)))
+    domains = sorted({r["domain"] for r in by_domain})
+    for evidence in ("retrieved", "uniform"):
+        if any(r[f"{evidence}_ci"] is not None for r in by_domain):
+            section.tables.append((f"By domain, {evidence} evidence (% [CI])",
+                                   ci_pivot(by_domain, "judge_shown", "domain", f"{evidence}_ci", domains, "Judge")))
+    diffs = shown(shown(rates.judge_differences(an, bench, boot, [r["judge"] for r in overall]), "judge_a"), "judge_b")
+    if diffs:
+        section.tables.append(("Judge A − judge B (retrieved evidence, pairs judged by both)",
+                               display(diffs, DIFF_COLS)))
+    if overall:
+        section.figures.append(("Accuracy per judge with 95 % intervals", plots.grouped_bars(
+            [r["judge_shown"] for r in overall], {"retrieved": [r["retrieved_ci"] for r in overall],
+                                                  "uniform": [r["uniform_ci"] for r in overall]},
+            ylabel="accuracy (%)", title="Pairwise accuracy")))
+    return section
+
+
+def gap(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
+    weak = science.weak_gap_curves(an, bench, boot)
+    runs = science.judge_gap_curves(an, bench, boot)
+    section = Section("gap", "Accuracy by rating gap (paper Fig. 3)",
+                      "A larger gap between the two ratings should be an easier pair (SPEC F2). Weak judges: the "
+                      "difficulty gate over every pair of the sampled questions, before it kept the hard ones. "
+                      f"Judge runs: every run on this benchmark. {boot.label}.")
+    gaps = sorted({r["gap"] for r in weak + runs if r["gap"] is not None})
+
+    def header(g: Any) -> str:
+        return "all gaps" if g is None else f"gap {g}"
+
+    if weak:
+        section.tables.append(("Weak judges of the difficulty gate (% [CI])",
+                               ci_pivot(weak, "label", "gap", "accuracy_ci", [*gaps, None], "Weak judge", header)))
+    if runs:
+        section.tables.append(("Every judge run (% [CI])",
+                               ci_pivot(runs, "label", "gap", "accuracy_ci", [*gaps, None], "Run", header)))
+    # the figure: weak judges and each judge's main forward, full-domain, retrieved pass (shortcuts aside)
+    drawn = weak + [r for r in runs if r["main"] and not r["swapped"] and r["scope"] == "domain"
+                    and r["evidence"] == "retrieved" and not r["judge"].startswith("shortcut/")]
+    if drawn and gaps:
+        series: dict[str, list[Any]] = {}
+        for r in drawn:
+            if r["gap"] is not None:
+                name = r["label"] if "role" in r else shown_name(r["judge"])
+                series.setdefault(name, [None] * len(gaps))[gaps.index(r["gap"])] = r["accuracy_ci"]
+        section.figures.append(("Accuracy by rating gap with 95 % intervals", plots.lines(
+            [str(g) for g in gaps], series, xlabel="rating gap", ylabel="accuracy (%)",
+            title="Accuracy by rating gap")))
+    return section
+
+
+STEP_COLS = [Col("judge_shown", "Judge"), Col("from", "From"), Col("to", "To"), Col("n", "Pairs in both", "int"),
+             Col("difference_ci", "Δ pts [CI]", "cipts"), Col("difference_ci", "p", "p")]
+
+
+def scope(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, order: list[str]) -> Section:
+    rows = shown(rates.scope_accuracy(an, bench, boot))
+    section = Section("scope", "Accuracy by corpus scope (paper Fig. 4)",
+                      "Retrieved evidence over corpora of growing size; oracle: the two gold segments only. "
+                      f"Steps: the change from one scope to the next larger one, paired. {boot.label}.")
+    if rows:
+        present = {str(r["x"]) for r in rows}
+        xs = [s for s in order if s in present] + sorted(present - set(order))
+        section.tables.append(("Accuracy (%) by scope", ci_pivot(rows, "judge_shown", "x", "accuracy_ci", xs,
+                                                                  "Judge")))
+        steps = shown(rates.scope_steps(an, bench, boot, rows, order))
+        if steps:
+            section.tables.append(("Scope steps", display(steps, STEP_COLS)))
+        series: dict[str, list[Any]] = {}
+        for r in rows:
+            series.setdefault(r["judge_shown"], [None] * len(xs))[xs.index(str(r["x"]))] = r["accuracy_ci"]
+        section.figures.append(("Accuracy by scope with 95 % intervals", plots.lines(
+            xs, series, xlabel="scope", ylabel="accuracy (%)", title="Accuracy by corpus scope")))
+    return section
+
+
+BIAS_COLS = [Col("judge_shown", "Judge"), Col("evidence", "Evidence"), Col("scope", "Scope"), Col("n", "Pairs", "int"),
+             Col("accuracy_forward", "Acc. fwd %", "pct"), Col("accuracy_reversed", "Acc. rev %", "pct"),
+             Col("picked_a_forward", "Picked A fwd %", "pct"), Col("picked_a_reversed", "Picked A rev %", "pct"),
+             Col("letter_agreement", "Letter agreement %", "pct"), Col("solved_both", "Solved both %", "pct"),
+             Col("wrong_both", "Wrong both %", "pct"), Col("consistent", "Consistent", "bool")]
+
+
+def bias(an: Analytics, bench: dict[str, Any] | None) -> Section:
+    where, params = rates.bench_filter(bench, "")
+    rows = shown(an.rows(f"SELECT * FROM position_bias WHERE {where} ORDER BY letter_agreement, judge", params))
+    section = Section("bias", "Position bias (paper Table 14)",
+                      "Each judge's forward pass against the pass with the answers' sides swapped, over the pairs "
+                      "judged in both. Letter agreement: the same letter both times, i.e. the slot, not the answer.")
+    section.tables.append(("", display(rows, BIAS_COLS)))
+    if rows:
+        labels = [f"{r['judge_shown']} ({r['evidence']}, {r['scope']})" for r in rows]
+        section.figures.append(("Position bias", plots.grouped_bars(labels, {
+            "letter agreement": [r["letter_agreement"] for r in rows],
+            "picked A, forward": [r["picked_a_forward"] for r in rows],
+            "picked A, reversed": [r["picked_a_reversed"] for r in rows]}, ylabel="% of pairs", title="Position bias")))
+    return section
+
+
+AUDIT_COLS = [Col("shortcut", "Shortcut"), Col("looks_at", "Looks at"), Col("source", "Source"),
+              Col("n", "Pairs", "int"), Col("accuracy_ci", "Accuracy % [CI]", "ci"),
+              Col("accuracy_ci", "p (vs 50 %)", "p"), Col("flag", "Flag")]
+
+
+def shortcuts(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
+    rows = science.shortcut_audit(an, bench, boot)
+    for r in rows:
+        r["flag"] = "—" if r["flagged"] is None else "FLAGGED" if r["flagged"] else "ok"
+    section = Section("shortcuts", "Shortcut audit",
+                      "Judges that look at nothing a real judge should rely on. A sound benchmark keeps each near "
+                      "50 %; FLAGGED when the interval excludes 50 %. Slot A and longer answer are computed from "
+                      f"the benchmark when no run of theirs exists. {boot.label}.")
+    section.tables.append(("", display(rows, AUDIT_COLS)))
+    measured = [r for r in rows if r["accuracy_ci"] is not None]
+    if measured:
+        section.figures.append(("Shortcut audit with 95 % intervals", plots.grouped_bars(
+            [r["shortcut"].removeprefix("shortcut/") for r in measured],
+            {"accuracy": [r["accuracy_ci"] for r in measured]}, ylabel="accuracy (%)", title="Shortcut audit")))
+    return section
+
+
+RETRIEVAL_COLS = [Col("run_id", "Run", "int"), Col("embedder", "Retriever"), Col("domain", "Domain"),
+                  Col("n", "Questions", "int"), Col("mean_segments", "Segments", "num"), Col("k", "k", "int"),
+                  Col("hit_both_ci", "Hit_both % [CI]", "ci"), Col("hit_any_ci", "Hit_any % [CI]", "ci"),
+                  Col("hit_seg1_ci", "Hit seg 1 % [CI]", "ci"), Col("hit_seg2_ci", "Hit seg 2 % [CI]", "ci"),
+                  Col("ndcg_ci", "nDCG % [CI]", "ci"), Col("chance_both", "Chance both %", "pct2"),
+                  Col("chance_any", "Chance any %", "pct"), Col("chance_ndcg", "Chance nDCG %", "pct")]
+
+
+def retrieval(an: Analytics, boot: Bootstrap) -> Section:
+    return Section("retrieval", "Retrievers (paper Tables 2 and 15)",
+                   "Gold segments' ranks among the domain's segments; chance floors of a random ranking (SPEC R3). "
+                   f"{boot.label}.", tables=[("", display(rates.retrieval(an, boot), RETRIEVAL_COLS))])
