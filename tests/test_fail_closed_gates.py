@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from playlisteval.stages.feedback import phase1_failures
 from playlisteval.store import forget_engines, items, open_store
 from playlisteval.store.tables import QA, DistractorSet, GateResult, Item, ModelCall, ResponseCache
 from tests.builder_helpers import Planted, app_with, calls_by_role, context, fixed_worlds
-from tests.helpers import QUIET_SIM, project, seeded_store
+from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.provider_fakes import CHAT, FakeAPI, fake_api
 
 GARBAGE = "Honestly, I would say it mostly matches, more or less."
@@ -314,8 +315,11 @@ def test_a_real_ranker_that_repeats_a_candidate_is_re_asked_over_the_wire(
 
 
 # -- a whole item whose verifier always returns garbage --------------------------------------------------
-def test_an_item_with_a_broken_verifier_is_neither_passed_nor_rejected(tmp_path: Path) -> None:
-    settings = project(tmp_path, **QUIET_SIM)
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_an_item_with_a_broken_verifier_is_neither_passed_nor_rejected(tmp_path: Path, store: str,
+                                                                       request: pytest.FixtureRequest) -> None:
+    url = {"store__url": request.getfixturevalue("pg_url")} if store == "postgresql" else {}
+    settings = project(tmp_path, **QUIET_SIM, **url)
     seeded_store(settings, 1, world_dir=fixed_worlds("failclosed-item"))
     app, recorder = app_with(settings, {"C2_transcript_verify": garbage})
     build(settings, app=app)  # the broker redelivers the faulting step (backoff shortened by app_with)
@@ -342,8 +346,11 @@ def test_an_item_with_a_broken_verifier_is_neither_passed_nor_rejected(tmp_path:
     data = funnel(settings)["gates"]["C2.1"]
     assert (data["seen"], data["passed"], data["rejected"], data["checker_faults"]) == (0, 0, 0, FAULTS_PER_STEP)
     assert data["fault_reasons"] == {"C2_transcript_verify reply unusable": FAULTS_PER_STEP}
-    table = CliRunner().invoke(main, ["--project", str(settings.root), "funnel"])
-    assert table.exit_code == 0 and "checker" in table.output and "3 × fault:" in table.output, table.output
+    env = env_for(**QUIET_SIM, **url)  # the commands read the same project settings as the test
+    table = CliRunner().invoke(main, ["--project", str(settings.root), "funnel"], env=env)
+    assert table.exit_code == 0 and "checker" in table.output, table.output
+    # the C2.1 row: seen, passed, rejected 0, rejected % "–", checker faults 3 (rich may wrap the headers)
+    assert re.search(r"C2\.1\s*│\s*0\s*│\s*0\s*│\s*0\s*│\s*–\s*│\s*3\s*│", table.output), table.output
 
     # retry-failed with the checker still broken: a fresh count, and failed again after the bound
     assert items.retry_failed(engine, limits_for(settings)) == [item.id]
@@ -354,7 +361,7 @@ def test_an_item_with_a_broken_verifier_is_neither_passed_nor_rejected(tmp_path:
     assert again is not None and again.state == "failed" and n_faults == 2 * FAULTS_PER_STEP
 
     # retry-failed (the command) once the checker works: the item goes on where it stopped and is accepted
-    result = CliRunner().invoke(main, ["--project", str(settings.root), "retry-failed"])
+    result = CliRunner().invoke(main, ["--project", str(settings.root), "retry-failed"], env=env)
     assert result.exit_code == 0, result.output
     with Session(engine) as s:
         done = s.get(Item, item.id)
