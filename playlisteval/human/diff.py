@@ -64,8 +64,9 @@ def word_diff(a: str, b: str) -> WordDiff:
     ta, tb = _tokens(a), _tokens(b)
     words_a, words_b = [t.strip() for t in ta], [t.strip() for t in tb]
     matcher = difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False)
-    pa: list[Piece] = []
-    pb: list[Piece] = []
+    # a text of whitespace only has no token: keep its whitespace as it is
+    pa: list[Piece] = [Piece(a)] if not ta and a else []
+    pb: list[Piece] = [Piece(b)] if not tb and b else []
     change = 0
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

@@ -25,11 +25,12 @@ import structlog
 from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings
-from playlisteval.errors import BudgetExceeded, ConfigError, MediaError, ModelError
+from playlisteval.errors import BudgetExceeded, MediaError, ModelError
 from playlisteval.human import grounding
 from playlisteval.human.grounding import GroundedRange, GroundingInput, SegmentMedia
 from playlisteval.human.tasks import study_tasks
 from playlisteval.media.clips import ClipSpec, model_clip
+from playlisteval.models import preflight
 from playlisteval.models.runner import Runner
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import HumanStudy, HumanTask
@@ -108,10 +109,8 @@ def _save(engine: Engine, task_id: int, **values: Any) -> None:
 
 def ground_study(settings: Settings, engine: Engine, study: HumanStudy, *, runner: Runner | None = None,
                  progress: Progress | None = None) -> EvidenceReport:
-    spec = settings.model_for("H")
-    if spec not in settings.prices and f"{spec.split('/', 1)[0]}/*" not in settings.prices:
-        raise ConfigError(f"[prices] has no entry for role H's model {spec!r}: a missing price would count as "
-                          "free. Add one (0 for a free model).")
+    # the SDK, the key and a price for model H, and no sim on videos synth did not make
+    preflight.require(settings, "human clips", preflight.roles(settings, ["H"]), engine)
     runner = runner or Runner(settings, engine)
     tasks = study_tasks(engine, int(study.id or 0))
     report = EvidenceReport(ready=sum(1 for t in tasks if t.evidence_status == "ok"))

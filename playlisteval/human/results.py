@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,7 +60,9 @@ def alpha(counts: np.ndarray) -> float | None:
     if counts.size == 0 or not np.any(counts.sum(axis=1) >= 2):
         return None
     try:
-        value = float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
+        with warnings.catch_warnings():  # one value only: 0/0, reported as undefined below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            value = float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
     except (ValueError, ZeroDivisionError):
         return None
     return None if math.isnan(value) else value

@@ -287,7 +287,8 @@ class Runner:
 def budget_usd(session: Any, settings: Settings, purpose: str = "build") -> float:
     """The budget of ``purpose`` (0 = none). The build's: `build --budget` (kept in the store so every
     worker sees it), else [build] budget_usd; select's and eval's run in one process: [select] / [eval]
-    budget_usd, which their --budget sets. Anything else (index) has none."""
+    budget_usd, which their --budget sets; the human study's: [human] budget_usd. Anything else (index) has
+    none."""
     if purpose == "build":
         row = session.get(KeyValue, BUDGET_KEY)
         return float(row.value) if row is not None else float(settings.build.budget_usd)
@@ -295,6 +296,8 @@ def budget_usd(session: Any, settings: Settings, purpose: str = "build") -> floa
         return float(settings.select.budget_usd)
     if purpose == "eval":
         return float(settings.eval.budget_usd)
+    if purpose == "human":  # the human study's evidence grounding (role H)
+        return float(settings.human.budget_usd)
     return 0.0
 
 

@@ -10,8 +10,8 @@ for the study, which the checker in playlisteval.human.grounding reports as a fa
 
 from __future__ import annotations
 
-import json
 import re
+from typing import Any
 
 from playlisteval.models.sim_context import Clip, SimContext, mmss
 from playlisteval.synth import facts
@@ -43,7 +43,7 @@ def _range(clip: Clip, scene: Scene) -> dict[str, str]:
     return {"start_time": mmss(start), "end_time": mmss(end), "event": _event(scene)}
 
 
-def ground_evidence(ctx: SimContext) -> str:
+def ground_evidence(ctx: SimContext) -> dict[str, Any]:
     clips = {c.number: c for c in ctx.clips() if c.number in (1, 2)}
     seen = {n: _evidence(c) for n, c in clips.items()}
 
@@ -71,4 +71,5 @@ def ground_evidence(ctx: SimContext) -> str:
             if found:
                 ranges.append({"hop": hop, **found})
         groundings.append({"sentence": number, "ranges": ranges})
-    return json.dumps({"hop_groundings": hop_groundings, "groundings": groundings})
+    # a dict, not text: the sim's malformed-JSON fault then cuts the JSON, as it does for every JSON role
+    return {"hop_groundings": hop_groundings, "groundings": groundings}
