@@ -3,7 +3,9 @@ default, Redis for many worker processes and machines. Only item ids travel thro
 
 from __future__ import annotations
 
-from dramatiq import Broker
+from typing import Any
+
+from dramatiq import Broker, Message
 from dramatiq.brokers.stub import StubBroker
 
 from playlisteval.config import Settings
@@ -29,3 +31,24 @@ def make_broker(settings: Settings) -> Broker:
         return RedisBroker(url=url, maintenance_chance=MAINTENANCE_CHANCE,
                            heartbeat_timeout=HEARTBEAT_TIMEOUT_MS)
     raise ConfigError(f"broker url {url!r}: use 'memory://' or 'redis://host:port/db'")
+
+
+def queued_ids(broker: Broker, queue: str) -> set[int] | None:
+    """The first argument (an item or video id) of every message the broker holds for ``queue`` — waiting,
+    delayed for a retry, or delivered and not yet acknowledged — or None when the broker cannot tell.
+
+    Read from the Redis broker's message hashes (``<ns>:<queue>.msgs`` and its delay queue's): a
+    message lives there from enqueue until it is acknowledged, and is gone after Redis lost it."""
+    client: Any = getattr(broker, "client", None)
+    namespace = getattr(broker, "namespace", None)
+    if client is None or namespace is None:
+        return None
+    ids: set[int] = set()
+    for name in (queue, f"{queue}.DQ"):
+        for _, data in client.hscan_iter(f"{namespace}:{name}.msgs", count=1000):
+            try:
+                args = Message.decode(data).args
+                ids.add(int(args[0]))
+            except Exception:  # noqa: BLE001  (a message of another kind: not ours to count)
+                continue
+    return ids

@@ -36,9 +36,10 @@ class StoreSettings(_Section):
 class BrokerSettings(_Section):
     url: str = "memory://"
     threads: int = 4
-    lease_s: float = 900
+    lease_s: float = 60  # renewed every lease_s / 3 while a step runs (issue 10)
     max_claims: int = 5
-    sweep_every_s: float = 60
+    sweep_every_s: float = 15
+    sweep_grace_s: float = 30  # a working item with no lease and no message this long gets a new message
 
 
 class MediaSettings(_Section):

@@ -13,7 +13,9 @@
     │   ├── CheckerFault              a gate's model reply stayed unusable: no verdict, the step is retried
     │   └── BudgetExceeded            the next paid call would pass the build budget: the build pauses
     │       └── QuotaExhausted        the provider's quota or billing is used up: the build pauses too
-    └── StageError                    a stage could not produce its outputs (the item fails with it kept)
+    ├── StageError                    a stage could not produce its outputs (the item fails with it kept)
+    └── InfrastructureError           Redis or the store failed (down, locked, full, read-only): never an
+                                      item failure; the step is given back and retried
 
 Gates never raise for a bad candidate: they return a verdict (DESIGN principle 5). They raise
 CheckerFault when their own model gave no usable reply: that is no evidence about the candidate.
@@ -104,3 +106,27 @@ class QuotaExhausted(BudgetExceeded):
 
 class StageError(PlaylistEvalError):
     pass
+
+
+class InfrastructureError(PlaylistEvalError):
+    """Redis or the store failed under a step: the work is given back and tried again, never failed."""
+
+
+def as_infrastructure(exc: BaseException) -> InfrastructureError | None:
+    """``exc`` as an InfrastructureError when Redis or the store caused it (a lost connection, a locked,
+    full or read-only store), else None: such an error says nothing about the item being worked on."""
+    if isinstance(exc, InfrastructureError):
+        return exc
+    from redis.exceptions import RedisError
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    if isinstance(exc, RedisError):
+        return InfrastructureError(f"Redis: {type(exc).__name__}: {exc}")
+    if isinstance(exc, DBAPIError):
+        # PostgreSQL's SQLSTATE: connection (08), read-only (25006), serialization / deadlock (40),
+        # out of resources (53), shut down (57)
+        state = str(getattr(exc.orig, "sqlstate", "") or "")
+        if (isinstance(exc, OperationalError) or exc.connection_invalidated or state == "25006"
+                or state[:2] in ("08", "40", "53", "57")):
+            return InfrastructureError(f"store: {str(exc.orig or exc).splitlines()[0]}")
+    return None

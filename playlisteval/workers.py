@@ -1,5 +1,8 @@
 """Running the actors: in the foreground with the in-process broker, or as a `playlisteval worker`
-process on Redis, with a sweeper that re-enqueues items whose lease expired (a worker died)."""
+process on Redis, with a sweeper that sends work nobody is doing a new message: items whose holder
+died (lease lapsed, or its process gone or silent), and items no worker holds and no message carries
+for longer than ``[broker] sweep_grace_s`` (the message after a commit was lost in a Redis stall or an
+empty restart). No item waits for a manual `resume`."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import structlog
 from dramatiq.errors import QueueJoinTimeout
 
 from playlisteval.actors import BUILD_QUEUE, App
+from playlisteval.broker import queued_ids
 from playlisteval.state import State
 from playlisteval.store import items
 
@@ -48,9 +52,20 @@ def run_foreground(app: App, work: Iterable[tuple[int, State]],
 
 
 def sweep_once(app: App) -> int:
-    """Re-enqueue working items whose lease has expired (their worker died mid-step)."""
-    expired = [(i, st) for i, st in items.resumable(app.engine, expired_only=True)]
-    return enqueue_all(app, expired)
+    """Send a message for each working item nobody is doing; returns how many were sent."""
+    # the broker's messages first: an item enqueued after this read was touched (updated_at) just
+    # before, so the grace below keeps it out
+    live = queued_ids(app.broker, BUILD_QUEUE)
+    items.reclaim_dead(app.engine, app.leases.stale_s)  # dead or silent holders: their leases end now
+    freed = items.take_back_expired(app.engine)
+    sent = {i for i, _ in freed}
+    lost: list[tuple[int, State]] = []
+    if live is not None:
+        lost = [(i, st) for i, st in items.stranded(app.engine, app.settings.broker.sweep_grace_s)
+                if i not in live and i not in sent]
+    if freed or lost:
+        log.info("worker.sweep", freed=[i for i, _ in freed], lost=[i for i, _ in lost])
+    return enqueue_all(app, freed + lost)
 
 
 def serve(app: App, stop: threading.Event | None = None) -> None:
@@ -69,10 +84,15 @@ def serve(app: App, stop: threading.Event | None = None) -> None:
     log.info("worker.started", worker=app.worker_id, threads=threads, broker=app.settings.broker.url)
     try:
         while not stop.wait(app.settings.broker.sweep_every_s):
-            n = sweep_once(app)
+            try:
+                n = sweep_once(app)
+            except Exception as exc:  # Redis or the store is down: the next sweep tries again
+                log.warning("worker.sweep_failed", error=f"{type(exc).__name__}: {exc}")
+                continue
             if n:
                 log.info("worker.swept", requeued=n)
     finally:
+        app.leases.close()
         log.info("worker.stopping", worker=app.worker_id)
         worker.stop()
         app.broker.close()

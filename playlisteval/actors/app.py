@@ -9,6 +9,7 @@ from functools import partial
 import dramatiq
 from sqlalchemy.engine import Engine
 
+from playlisteval.actors.leases import LeaseKeeper
 from playlisteval.broker import make_broker
 from playlisteval.config import Settings
 from playlisteval.errors import StateError
@@ -47,10 +48,12 @@ class App:
         self.engine = engine or open_store(settings)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.runner = runner or Runner(settings, self.engine, worker=self.worker_id)
+        self.leases = LeaseKeeper(self.engine, settings.broker.lease_s)  # renewed while each step runs
         self.broker = broker or make_broker(settings)
         dramatiq.set_broker(self.broker)
         cfg = settings.runner
-        # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts)
+        # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts); the
+        # lease need not: it is renewed while the step runs
         time_limit_ms = int(max(settings.broker.lease_s, cfg.timeout_s * cfg.max_attempts) * 1000)
         self.actors: dict[State, dramatiq.Actor[[int], None]] = {}
         for state, name in STEP_NAMES.items():

@@ -11,7 +11,7 @@ import structlog
 
 from playlisteval.actors.app import App
 from playlisteval.config import Settings
-from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError
+from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError, as_infrastructure
 from playlisteval.models.runner import PAUSED_KEY
 from playlisteval.stages import STAGES, StepContext, faults
 from playlisteval.state import WORKING, Event, Limits, State
@@ -40,7 +40,8 @@ def run_step(app: App, state: State, item_id: int) -> State | None:
         return items.commit(app.engine, claim, Event.ERROR, limits, error=reason)
     ctx = StepContext(app.settings, app.engine, app.runner, item_id, claim.progress)
     try:
-        result = STAGES[state](ctx)
+        with app.leases.hold(claim):  # renewed while the stage runs: a short lease, never outlived
+            result = STAGES[state](ctx)
     except BudgetExceeded as exc:
         items.release(app.engine, claim)
         with transaction(app.engine) as s:
@@ -53,6 +54,11 @@ def run_step(app: App, state: State, item_id: int) -> State | None:
     except CheckerFault as fault:
         return _checker_fault(app, claim, state, limits, fault)
     except Exception as exc:  # permanent: the item fails with the error kept; retry-failed resumes it
+        infra = as_infrastructure(exc)
+        if infra is not None:  # Redis or the store, not the item: give it back, dramatiq retries the step
+            _release_quietly(app, claim)
+            log.warning("step.infrastructure", item=item_id, state=state.value, error=str(infra))
+            raise infra from exc
         log.error("step.failed", item=item_id, state=state.value, error=f"{type(exc).__name__}: {exc}")
         return items.commit(app.engine, claim, Event.ERROR, limits, error=f"{type(exc).__name__}: {exc}")
     moved = items.commit(app.engine, claim, result.event, limits, result.write)
@@ -62,8 +68,21 @@ def run_step(app: App, state: State, item_id: int) -> State | None:
     log.info("step.done", item=item_id, step=state.value, outcome=result.event.value, to=moved.value,
              reason=result.reason[:120])
     if moved in WORKING:
-        app.enqueue(item_id, moved)
+        try:
+            app.enqueue(item_id, moved)
+        except Exception as exc:
+            if as_infrastructure(exc) is None:
+                raise
+            # committed, but the broker is down: a worker's sweeper sends the message once it is back
+            log.warning("step.enqueue_failed", item=item_id, state=moved.value, error=str(exc))
     return moved
+
+
+def _release_quietly(app: App, claim: items.Claim) -> None:
+    try:
+        items.release(app.engine, claim)
+    except Exception as exc:  # the store itself failed: the lease lapses (no heartbeat) and is swept
+        log.warning("step.release_failed", item=claim.item_id, error=f"{type(exc).__name__}: {exc}")
 
 
 #: The phase (and the progress counter holding its current attempt) of each checking state.

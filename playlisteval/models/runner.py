@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
-from playlisteval.errors import BudgetExceeded, PermanentModelError, TransientModelError
+from playlisteval.errors import BudgetExceeded, InfrastructureError, PermanentModelError, TransientModelError
 from playlisteval.models import pricing
 from playlisteval.models.ratelimit import RateLimits
 from playlisteval.models.registry import Registry, split_spec
@@ -121,9 +121,9 @@ class Runner:
         self.settings = settings
         self.engine = engine
         self.registry = registry or Registry(settings)
-        self.rate_limits = rate_limits or RateLimits(settings)
         self.sleep = sleep
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}"
+        self.rate_limits = rate_limits or RateLimits(settings, owner=self.worker)
         self._rng = random.Random()
 
     # -- public ----------------------------------------------------------------------------------
@@ -166,6 +166,9 @@ class Runner:
                 continue
             except (PermanentModelError, BudgetExceeded) as exc:  # BudgetExceeded: a provider's QuotaExhausted
                 self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
+                raise
+            except InfrastructureError as exc:  # Redis failed before the request was sent: no model error
+                self._finish(call_id, "error", Usage(), 0.0, started, error=f"not sent: {exc}")
                 raise
             except Exception as exc:  # a provider bug is permanent for this call, and on the ledger
                 self._finish(call_id, "error", Usage(), 0.0, started, error=f"{type(exc).__name__}: {exc}")

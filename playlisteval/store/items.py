@@ -4,12 +4,19 @@ A claim is one UPDATE that succeeds only if the item is still in the expected st
 an unexpired lease. A commit writes the stage's outputs and the next state in one transaction, and
 only if the committing worker still holds the lease it claimed: a duplicate or late delivery changes
 nothing. Every commit bumps ``version`` and appends an ``item_event`` row unique on (item, version).
+
+Leases are short and renewed (``renew``) by the holder's heartbeat while its step runs, so a dead
+holder's lease lapses soon; ``reclaim_dead`` ends at once a lease whose holder is known dead (a process
+of this machine that is gone) or whose heartbeat stopped. ``stranded`` finds working items that nobody
+holds and nothing touched for a while: their next message was lost (a Redis stall, an empty restart).
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import func, or_, update
@@ -73,7 +80,8 @@ def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float
                 col(Item.state) == state.value,
                 or_(col(Item.lease_expires).is_(None), col(Item.lease_expires) < t),
             )
-            .values(lease_owner=token, lease_expires=t + lease_s, claims=Item.claims + 1, updated_at=t)
+            .values(lease_owner=token, lease_expires=t + lease_s, lease_renewed_at=t, claims=Item.claims + 1,
+                    updated_at=t)
         )
         if result.rowcount != 1:  # type: ignore[attr-defined]
             return None
@@ -119,8 +127,96 @@ def release(engine: Engine, c: Claim) -> None:
             update(Item)
             .where(col(Item.id) == c.item_id, col(Item.lease_owner) == c.token)
             # a graceful release is not a worker death: it does not count towards poison
-            .values(lease_owner=None, lease_expires=None, claims=Item.claims - 1)
+            .values(lease_owner=None, lease_expires=None, claims=Item.claims - 1, updated_at=now())
         )
+
+
+def renew(engine: Engine, tokens: Iterable[str], lease_s: float) -> set[str]:
+    """Extend the leases held under ``tokens`` (a holder's heartbeat); the tokens still held."""
+    wanted = sorted(set(tokens))
+    if not wanted:
+        return set()
+    t = now()
+    with transaction(engine) as s:
+        s.execute(update(Item).where(col(Item.lease_owner).in_(wanted))
+                  .values(lease_expires=t + lease_s, lease_renewed_at=t))
+        held = s.exec(select(Item.lease_owner).where(col(Item.lease_owner).in_(wanted))).all()
+    return {str(h) for h in held}
+
+
+def owner_is_gone(token: str) -> bool:
+    """Whether the process named in a lease token (``host:pid/…``) is known dead: only a process of this
+    machine can be checked; any other holder is judged by its heartbeat."""
+    host, _, rest = token.partition(":")
+    pid_text = rest.split("/", 1)[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def reclaim_dead(engine: Engine, stale_s: float | None = None) -> list[int]:
+    """End the unexpired leases of working items whose holder is dead: gone from this machine, or (with
+    ``stale_s``) silent — no renewal — for that long. Compare-and-set on the holder and its last renewal:
+    a lease renewed meanwhile is kept."""
+    t = now()
+    with transaction(engine) as s:
+        rows = s.exec(select(col(Item.id), col(Item.lease_owner), col(Item.lease_renewed_at)).where(
+            col(Item.state).in_([st.value for st in WORKING]), col(Item.lease_owner).is_not(None),
+            col(Item.lease_expires) >= t).order_by(col(Item.id))).all()
+    reclaimed: list[int] = []
+    for item_id, owner, renewed in rows:
+        silent = stale_s is not None and float(renewed or 0) < t - stale_s
+        if not (silent or owner_is_gone(str(owner))):
+            continue
+        with transaction(engine) as s:
+            result = s.execute(update(Item).where(col(Item.id) == item_id, col(Item.lease_owner) == owner,
+                                                  col(Item.lease_renewed_at) == renewed)
+                               .values(lease_expires=t - 1e-3))
+            if result.rowcount == 1:  # type: ignore[attr-defined]
+                reclaimed.append(int(item_id or 0))
+    return reclaimed
+
+
+def take_back_expired(engine: Engine) -> list[tuple[int, State]]:
+    """Free the working items whose lease lapsed (their holder died or stalled), and return them: the
+    sweeper sends each a new message. Freed, not just re-sent: a freed item is sent again only if it
+    is then stranded, however slowly the queue drains (an expired lease would be re-sent every sweep).
+    The claim stays counted, so an item that keeps killing its worker still becomes poison."""
+    t = now()
+    with transaction(engine) as s:
+        rows = s.exec(select(col(Item.id), col(Item.state), col(Item.lease_owner)).where(
+            col(Item.state).in_([st.value for st in WORKING]), col(Item.lease_owner).is_not(None),
+            col(Item.lease_expires) < t).order_by(col(Item.id))).all()
+    freed: list[tuple[int, State]] = []
+    for item_id, state, owner in rows:
+        with transaction(engine) as s:
+            result = s.execute(update(Item).where(col(Item.id) == item_id, col(Item.lease_owner) == owner,
+                                                  col(Item.lease_expires) < t)
+                               .values(lease_owner=None, lease_expires=None, updated_at=now()))
+            if result.rowcount == 1:  # type: ignore[attr-defined]
+                freed.append((int(item_id or 0), State(state)))
+    return freed
+
+
+def stranded(engine: Engine, grace_s: float) -> list[tuple[int, State]]:
+    """Working items with no live lease that nothing touched for ``grace_s``: each either waits in the
+    queue or lost its message (the caller tells which by asking the broker)."""
+    t = now()
+    with transaction(engine) as s:
+        rows = s.exec(select(col(Item.id), col(Item.state)).where(
+            col(Item.state).in_([st.value for st in WORKING]),
+            or_(col(Item.lease_expires).is_(None), col(Item.lease_expires) < t),
+            col(Item.updated_at) < t - grace_s).order_by(col(Item.id))).all()
+    return [(int(i or 0), State(st)) for i, st in rows]
 
 
 def retry_failed(engine: Engine, limits: Limits) -> list[int]:
@@ -141,9 +237,15 @@ def retry_failed(engine: Engine, limits: Limits) -> list[int]:
     return moved
 
 
-def resumable(engine: Engine, *, expired_only: bool = False) -> list[tuple[int, State]]:
+def resumable(engine: Engine, *, expired_only: bool = False, stale_s: float | None = None) -> list[tuple[int, State]]:
     """Working items whose lease is free or expired: what `resume` re-enqueues. ``expired_only``
-    leaves out free ones (they may be queued already): what the periodic sweeper re-enqueues."""
+    leaves out free ones (they may be queued already): what the periodic sweeper re-enqueues.
+
+    Leases of dead holders are ended first (``reclaim_dead``) and so count as expired: holders gone from
+    this machine (unless ``expired_only``), and, with ``stale_s``, silent ones. `resume` after a kill
+    waits for no lease."""
+    if not expired_only or stale_s is not None:
+        reclaim_dead(engine, stale_s)
     t = now()
     expired = col(Item.lease_expires) < t
     with transaction(engine) as s:
@@ -165,6 +267,6 @@ def is_done(engine: Engine) -> bool:
 
 
 __all__: Sequence[str] = [
-    "Claim", "claim", "commit", "release", "create_items", "retry_failed", "resumable", "counts",
-    "is_done", "progress_of", "TERMINAL",
+    "Claim", "claim", "commit", "release", "renew", "reclaim_dead", "stranded", "take_back_expired",
+    "owner_is_gone", "create_items", "retry_failed", "resumable", "counts", "is_done", "progress_of", "TERMINAL",
 ]

@@ -100,6 +100,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0201_judgment_errors_moved", move_error_judgments),
     ("0202_judge_run_options_hash", add_column("judge_run", "options_hash", "VARCHAR", "''")),
     ("0203_judge_run_options_stamped", stamp_options_hash),
+    # leases renewed by a heartbeat while a step runs (issue 10)
+    ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "REAL", "0")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
     # batch APIs (issue 15): batches and their requests; cached input and the batch of each ledger row

@@ -126,6 +126,8 @@ class Item(SQLModel, table=True):
     current_set_id: int | None = None
     lease_owner: str | None = None
     lease_expires: float | None = Field(default=None, index=True)
+    # 0500 (issue 10): when the holder last renewed its lease (its heartbeat): a stale one is a dead holder's
+    lease_renewed_at: float = 0.0
     claims: int = 0  # claims since the last committed step: a worker-killing item is poison
     version: int = 0
     error: str | None = None
