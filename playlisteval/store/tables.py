@@ -402,18 +402,6 @@ class HumanStudy(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class HumanStudy(SQLModel, table=True):
-    """A human study of one benchmark (SPEC H1): its seed and the settings it was planned with."""
-
-    __tablename__ = "human_study"
-    id: int | None = Field(default=None, primary_key=True)
-    name: str = Field(unique=True)
-    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
-    seed: int = 0
-    settings: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
-    created_at: float = Field(default_factory=now)
-
-
 class HumanTask(SQLModel, table=True):
     __tablename__ = "human_task"
     id: int | None = Field(default=None, primary_key=True)
@@ -467,3 +455,52 @@ class HumanClaim(SQLModel, table=True):
     task_id: int = Field(foreign_key="human_task.id", index=True)
     annotator_id: int = Field(foreign_key="human_annotator.id", index=True)
     claimed_at: float = Field(default_factory=now)
+
+
+class ModelBatch(SQLModel, table=True):
+    """One provider batch (issue 15), written before it is sent: its ``marker`` is the client-side
+    idempotency key the provider stores with it (OpenAI metadata, Gemini display name), so a batch whose
+    sending was interrupted is looked up by marker and adopted, never sent twice.
+
+    state: pending (written, maybe sent) → submitted (remote id known) → completed / failed / expired /
+    cancelled (its requests all settled)."""
+
+    __tablename__ = "model_batch"
+    id: int | None = Field(default=None, primary_key=True)
+    marker: str = Field(unique=True)
+    provider: str
+    model: str
+    state: str = Field(default="pending", index=True)
+    remote_id: str = ""
+    input_ref: str = ""  # the uploaded input file (OpenAI), reused if sending is retried
+    requests: int = 0
+    estimated_usd: float = 0.0
+    polls: int = 0
+    next_poll_at: float = 0.0
+    error: str = ""
+    created_at: float = Field(default_factory=now)
+    submitted_at: float | None = None
+    finished_at: float | None = None
+
+
+class ModelBatchRequest(SQLModel, table=True):
+    """A request waiting for, or answered by, a batch. ``live_hash`` is the request hash while the request
+    is queued or in a batch and NULL after, and it is unique: a request is in at most one live batch.
+
+    state: queued → submitted → done (answer in the response cache and the ledger) / failed / expired
+    (asked online by whoever needs it next)."""
+
+    __tablename__ = "model_batch_request"
+    id: int | None = Field(default=None, primary_key=True)
+    request_hash: str = Field(index=True)
+    live_hash: str | None = Field(default=None, unique=True)
+    spec: str
+    role: str = ""
+    purpose: str = "build"
+    request: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    batch_id: int = Field(default=0, index=True)
+    state: str = Field(default="queued", index=True)
+    call_id: int = 0  # the ledger row reserved when the batch was written
+    error: str = ""
+    created_at: float = Field(default_factory=now)
+    finished_at: float | None = None
