@@ -261,6 +261,29 @@ def test_eval_runs_lists_options_state_and_counts_and_drop_deletes_on_request(
     assert missing.exit_code == exitcodes.USAGE and "no judge run 999" in missing.output
 
 
+def test_errors_reruns_listing_and_dropping_on_postgresql(pg_url: str, tmp_path: Path, api: FakeAPI) -> None:
+    from playlisteval.eval.runs import drop_run, list_runs
+
+    settings = project(tmp_path / "pg", store__url=pg_url, **OVERRIDES)
+    settings.providers.openai_base_url = f"{api.url}/v1"
+    indexed_seeded_store(settings, 3)
+    build(settings)
+    assert select_benchmark(settings).created
+    engine = open_store(settings)
+    api.queue(CHAT, fail(400, "bad request"), fail(400, "still bad"))
+    options = JudgeOptions.from_settings(settings)
+    first = run_judge(settings, JUDGE, options)
+    assert (first.errors, first.state) == (2, "incomplete")
+    assert rows(engine, "SELECT COUNT(*) FROM judge_error") == [(2,)]
+    second = run_judge(settings, JUDGE, options)
+    assert (second.run_id, second.errors, second.state, second.judged_now) == (first.run_id, 0, "finished", 2)
+    [info] = list_runs(settings, engine)
+    assert (info.main, info.counts.state, info.counts.judged, info.options_hash) == (
+        True, "finished", first.pairs, options.options_hash)
+    _, judged, errors = drop_run(engine, first.run_id)
+    assert (judged, errors) == (first.pairs, 0) and rows(engine, "SELECT COUNT(*) FROM judge_run") == [(0,)]
+
+
 # -- the difficulty gate's weak judges -----------------------------------------------------------------------
 
 
