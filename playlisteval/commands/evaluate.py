@@ -28,6 +28,7 @@ from playlisteval.commands.eval_output import (
     report_problems,
     retrieval_exit,
 )
+from playlisteval.commands.models import batch_wanted, print_batch_report, run_maybe_batched
 
 
 @contextmanager
@@ -55,10 +56,14 @@ def _bar(enabled: bool = True) -> Iterator[Any]:
 @click.option("--budget", type=click.FloatRange(min=0), default=None,
               help="USD the difficulty gate's calls may spend, all selections of this store together "
                    "(0 = none; default: [select] budget_usd).")
+@click.option("--batch/--no-batch", "use_batch", default=None,
+              help="Send the weak judges' calls through their provider's batch API (half price, answers within "
+                   "24 h; the command waits up to [batch] wait_s). Default: on when [batch] roles lists F_first "
+                   "or F_second.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context
 def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int | None,
-               pairs_per_domain: int | None, budget: float | None, as_json: bool) -> None:
+               pairs_per_domain: int | None, budget: float | None, use_batch: bool | None, as_json: bool) -> None:
     """Draw the benchmark from the accepted items (SPEC F).
 
     \b
@@ -86,8 +91,11 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
         settings.select.questions_per_domain = questions_per_domain
     if pairs_per_domain is not None:
         settings.select.pairs_per_domain = pairs_per_domain
+    weak = ("F_first", "F_second")
     with _bar(not as_json) as update:
-        out = select_benchmark(settings, name, progress=update)
+        out, batches = run_maybe_batched(settings, weak, batch_wanted(settings, weak, use_batch), lambda runner: (
+            select_benchmark(settings, name, runner=runner, progress=update)))
+    print_batch_report(batches, stderr=as_json)
     if as_json:
         click.echo(json.dumps({
             "benchmark_id": out.benchmark_id, "name": out.name, "created": out.created, "pairs": out.pairs,
@@ -164,11 +172,16 @@ _MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+a
               help="USD judge runs' calls may spend, all runs of this store together (0 = none; "
                    "default: [eval] budget_usd).")
 @click.option("--json", "as_json", is_flag=True, help="Print each run's summary as a JSON line.")
+@click.option("--batch/--no-batch", "use_batch", default=None,
+              help="Send the judges' calls through their provider's batch API (half price, answers within 24 h; "
+                   "the command waits up to [batch] wait_s, and running it again collects what was still "
+                   "running). Default: on when [batch] roles lists G.")
 @click.pass_context
 def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None, evidence: str | None,
               scope: str | None, swap: bool, modality: str | None, frames: int | None, size: str | None,
               thinking: str | None, media_resolution: str | None, audio_speed: float | None,
-              audio_mode: str | None, retriever: str | None, budget: float | None, as_json: bool) -> None:
+              audio_mode: str | None, retriever: str | None, budget: float | None, use_batch: bool | None,
+              as_json: bool) -> None:
     """Run judges over the benchmark's pairs with the G4 prompt (SPEC G).
 
     Each judge with these options is one run, named by a hash of its options (`eval runs` lists them);
@@ -202,7 +215,12 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
             def tick(done: int, total: int, name: str = judge) -> None:
                 update(name, done, total)
 
-            summary = run_judge(settings, judge, options, benchmark, tick=tick)
+            batched = batch_wanted(settings, ("G",), use_batch) and not judge.startswith("shortcut/")
+            def work(runner: Any, name: str = judge, step: Any = tick) -> Any:
+                return run_judge(settings, name, options, benchmark, runner=runner, tick=step)
+
+            summary, batches = run_maybe_batched(settings, ("G",), batched, work)
+        print_batch_report(batches, stderr=as_json)
         summaries.append(summary)
         if as_json:
             click.echo(json.dumps({**judge_json(summary), "simulated": is_simulated(open_store(settings))}))

@@ -38,6 +38,7 @@ from playlisteval.eval.runs import record as record_results
 from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
 from playlisteval.gates.citations import strip_citations
+from playlisteval.models.batch import Deferred
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
 from playlisteval.models.runner import Runner
@@ -176,8 +177,11 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
                 outcome, call_id = VERDICT, 0
             else:
                 assert runner is not None and given is not None
-                reply = ask(runner, judge, ROLE, question.text, answer_a, answer_b, given, generation,
-                            purpose=PURPOSE, item_id=item_id, run_id=run_id)
+                try:
+                    reply = ask(runner, judge, ROLE, question.text, answer_a, answer_b, given, generation,
+                                purpose=PURPOSE, item_id=item_id, run_id=run_id)
+                except Deferred:  # `eval judge --batch`: its answer comes from a batch; the next pass judges it
+                    continue
                 if reply.outcome == ERROR:
                     failed[pair_id] = (reply.error, True)
                     if reply.stop:

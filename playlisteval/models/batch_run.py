@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
+from playlisteval.errors import BudgetExceeded, QuotaExhausted
 from playlisteval.models.batch import LIVE, OPEN, Collector, poll_open, send_pending, write_batches
 from playlisteval.models.batch_api import Backends
 from playlisteval.models.runner import Runner
@@ -47,6 +48,8 @@ class DriveReport:
     stored: int = 0  # answers stored in the cache and the ledger
     live: int = 0  # requests still queued or in a batch when the drive stopped
     released: int = 0  # requests the batches gave back to the online path
+    stopped: str = ""  # "budget" / "quota": a batch could not be written or sent; what is queued waits
+    waiting: int = 0  # requests the last pass found still in a batch (set by the caller)
 
     @property
     def settled(self) -> bool:
@@ -112,18 +115,71 @@ def drive(settings: Settings, engine: Engine, backends: Backends | None = None, 
 def run_batched(settings: Settings, engine: Engine, roles: Iterable[str], work: Callable[[Runner], T], *,
                 backends: Backends | None = None, clock: Clock | None = None, wait_s: float | None = None,
                 runner: Runner | None = None, tick: Callable[[DriveReport], None] | None = None,
-                ) -> tuple[T, DriveReport, int]:
-    """``work`` once to queue, the batches driven, ``work`` again to finish. Returns the second pass's
-    result, the drive's report and the requests still waiting in batches after the second pass."""
+                max_rounds: int = 6) -> tuple[T, DriveReport, int]:
+    """``work`` once to queue, the batches driven, ``work`` again to use the answers — and again while a
+    pass queues new requests (a judge re-asked after a reply with no verdict), at most ``max_rounds``
+    drives. Returns the last pass's result, the drives' report and the requests still waiting."""
     runner = runner or Runner(settings, engine)
     backends = backends or Backends(settings, runner.registry)
+    clock = clock or Clock()
     collector = Collector(settings, engine, roles)
+    deadline = clock.now() + (settings.batch.wait_s if wait_s is None else wait_s)
+    total = DriveReport()
     runner.defer = collector.defer
     try:
-        work(runner)
-        report = drive(settings, engine, backends, clock=clock, wait_s=wait_s, tick=tick)
-        collector.deferred = 0
         result = work(runner)
+        for _ in range(max_rounds):
+            if not collector.deferred:
+                break
+            try:
+                report = drive(settings, engine, backends, clock=clock, wait_s=max(0.0, deadline - clock.now()),
+                               tick=tick)
+            except BudgetExceeded as exc:  # nothing more can be sent: use what came, keep the rest queued
+                total.stopped = "quota" if isinstance(exc, QuotaExhausted) else "budget"
+                log.warning("batch.stopped", reason=total.stopped, error=str(exc))
+                collector.deferred = 0
+                result = work(runner)
+                break
+            total.sent, total.stored = total.sent + report.sent, total.stored + report.stored
+            total.released += report.released
+            total.live = report.live
+            collector.deferred = 0
+            result = work(runner)  # batched answers now come from the cache; released ones are asked online
+            if not report.settled:
+                break  # the wait is over: what is still in a batch is picked up by a later run
     finally:
         runner.defer = None
-    return result, report, collector.deferred
+    total.live = live_requests(engine)
+    return result, total, collector.deferred
+
+
+@dataclass(frozen=True)
+class OpenBatch:
+    id: int
+    spec: str
+    state: str  # pending (written, not yet acknowledged) / submitted
+    requests: int
+    answered: int
+    age_s: float
+    expected_usd: float
+    remote_id: str
+    error: str
+
+
+def open_batches(engine: Engine, now: float | None = None) -> list[OpenBatch]:
+    """Batches not yet ended, oldest first, with how many of their requests are answered (`status`)."""
+    now = time.time() if now is None else now
+    with transaction(engine) as s:
+        batches = s.exec(select(ModelBatch).where(col(ModelBatch.state).in_(OPEN)).order_by(col(ModelBatch.id))).all()
+        answered = dict(s.exec(select(ModelBatchRequest.batch_id, func.count())
+                               .where(col(ModelBatchRequest.batch_id).in_([b.id for b in batches]),
+                                      col(ModelBatchRequest.state).not_in(LIVE))
+                               .group_by(col(ModelBatchRequest.batch_id))).all())
+        queued = int(s.exec(select(func.count()).select_from(ModelBatchRequest)
+                            .where(ModelBatchRequest.state == "queued", ModelBatchRequest.batch_id == 0)).one())
+    out = [OpenBatch(int(b.id or 0), f"{b.provider}/{b.model}", b.state, b.requests, int(answered.get(int(b.id or 0), 0)),
+                     max(0.0, now - b.created_at), b.estimated_usd, b.remote_id, b.error) for b in batches]
+    if queued:  # requests waiting to be written into a batch: shown as one line, id 0
+        out.append(OpenBatch(0, "(queued)", "queued", queued, 0, 0.0, 0.0, "", ""))
+    return out
+

@@ -30,6 +30,7 @@ from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import AudioOptions, JudgeInput, ask, judge_input
 from playlisteval.eval.parallel import run_each
 from playlisteval.eval.verdicts import ERROR, VERDICT
+from playlisteval.models.batch import Deferred
 from playlisteval.models.request import GenerationSettings
 from playlisteval.models.runner import Runner
 from playlisteval.select.pairs import pair_texts, side_of
@@ -128,6 +129,7 @@ def run_gate(settings: Settings, engine: Engine, item_ids: list[int], runner: Ru
             if before.get("a_is_better") != a_is_better:
                 before = {}  # shown on the other side before: those verdicts do not apply
             record: dict[str, Any] = {"a_is_better": a_is_better, "evidence": before.get("evidence", {})}
+            waiting = False
             for role in ROLES:
                 prior = before.get(role)
                 if prior and prior.get("outcome") == VERDICT and prior.get("model") == models[role]:
@@ -147,9 +149,14 @@ def run_gate(settings: Settings, engine: Engine, item_ids: list[int], runner: Ru
                                     "fault": f"not asked: an earlier call failed with {stop['error']}"}
                     continue
                 record["evidence"] = evidence_record
-                record[role] = judge_once(role, question.text, answer_a, answer_b, given, item_id, a_is_better,
-                                          prior)
-            verdicts[pair_id] = record
+                try:
+                    record[role] = judge_once(role, question.text, answer_a, answer_b, given, item_id, a_is_better,
+                                              prior)
+                except Deferred:  # `select --batch`: the answer comes from a batch; the next pass decides the pair
+                    waiting = True
+                    break
+            if not waiting:
+                verdicts[pair_id] = record
         decided = {p: all(r[x]["outcome"] == VERDICT for x in ROLES) for p, r in verdicts.items()}
         with transaction(engine) as s:
             for row in s.exec(select(Pair).where(col(Pair.id).in_(list(verdicts)))).all():
