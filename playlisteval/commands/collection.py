@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from playlisteval.cli_support import console, settings_of
+from playlisteval.cli_support import console, err_console, settings_of
 from playlisteval.errors import MediaError
 
 
@@ -117,6 +117,8 @@ def index(ctx: click.Context, threads: int | None, embedder: str | None) -> None
 
 def _print_index_report(report: Any) -> None:
     sources = ", ".join(f"{n} from {src}" for src, n in sorted(report.transcript_sources.items())) or "none"
+    if report.no_text:  # still chunks (a visual embedder finds them), but no words to search by
+        sources += f"; {report.no_text} with no text"
     rtf = f", {report.video_seconds / report.seconds:.1f}x real time" if report.video_seconds and report.seconds else ""
     console.print(
         f"indexed {report.videos_indexed} video(s) in {report.seconds:.1f}s{rtf}: {report.chunks} chunks "
@@ -125,6 +127,8 @@ def _print_index_report(report: Any) -> None:
         f"{report.segments.segments} segment(s); seeds {report.seeds.inserted} new of {report.seeds.candidates}",
         highlight=False,
     )
+    for model, n in sorted(report.transcript_models.items()):
+        console.print(f"  speech recognised by {model}: {n} chunk(s)", highlight=False)
     for dup in report.segments.duplicates:
         console.print(f"  [yellow]near-duplicate[/] {dup}", highlight=False)
     for skipped in report.skipped:
@@ -140,18 +144,38 @@ def _print_index_report(report: Any) -> None:
 
 @click.command()
 @click.argument("query")
-@click.option("--domain", help="Search only this domain.")
-@click.option("--k", default=10, show_default=True, help="How many chunks to return.")
+@click.option("--domain", help="Search only this domain (an unknown one is an error that lists the known ones).")
+@click.option("--k", default=10, show_default=True, type=click.IntRange(min=1), help="How many chunks to return.")
 @click.option("--embedder", help="Embedder name (default: [index] embedder).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {path, start, end, score}.")
 @click.pass_context
 def search(ctx: click.Context, query: str, domain: str | None, k: int, embedder: str | None, as_json: bool) -> None:
-    """The top chunks for a text QUERY, with their video, start and end seconds and score."""
-    from playlisteval.index.pipeline import search as run_search
+    """The top chunks for a text QUERY, with their video, start and end seconds and score (cosine).
+
+    Warns when even the best score is below [index] search_no_match: then nothing indexed is likely
+    about the query, whatever comes first.
+    """
+    # only what a query needs is imported: no OCR, no video decoding, no torch (tests/test_search_cli.py)
+    from playlisteval.index.embedders import get_embedder
+    from playlisteval.index.search import UnknownDomain, check_searchable
+    from playlisteval.index.search import search as run_search
     from playlisteval.store import open_store
 
+    if not query.strip():
+        raise click.BadParameter("the query is empty", param_hint="QUERY")
     settings = settings_of(ctx)
-    hits = run_search(settings, open_store(settings), query, domain=domain, k=k, embedder=embedder)
+    engine = open_store(settings)
+    model = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims, settings.index)
+    try:
+        check_searchable(engine, model.name, domain)
+    except UnknownDomain as exc:
+        raise click.BadParameter(str(exc), param_hint="--domain") from None
+    hits = run_search(settings, engine, query, domain=domain, k=k, embedder=model)
+    floor = settings.index.search_no_match
+    if hits and hits[0].score < floor:
+        err_console.print(f"[yellow]warning:[/] the best score, {hits[0].score:.3f}, is below the no-match floor "
+                          f"{floor:g} (\\[index] search_no_match): nothing indexed is likely about this query",
+                          highlight=False)
     if as_json:
         click.echo(json.dumps([{"path": h.path, "start": h.start, "end": h.end, "score": h.score} for h in hits]))
         return

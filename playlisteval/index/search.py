@@ -2,6 +2,10 @@
 
 The index over a corpus is built from the store on first use and kept per process; it is rebuilt when
 the corpus changes (more vectors, or videos that became duplicates).
+
+This module is the whole of `playlisteval search`'s import path: it must not import OCR, video
+decoding, the broker or transformers (tests/test_search_cli.py checks), so that a cold search
+answers in seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.config import Settings
+from playlisteval.errors import ConfigError, PlaylistEvalError
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.vectors import VectorIndex, decode_many
 from playlisteval.store.tables import Chunk, ChunkVector, Domain, Playlist, Video
@@ -42,6 +47,36 @@ class _Corpus:
 
 _corpora: dict[tuple[str, str, str | None], _Corpus] = {}
 _lock = threading.Lock()
+
+
+class UnknownDomain(ConfigError):
+    def __init__(self, domain: str, known: list[str]) -> None:
+        listed = ", ".join(known) if known else "none yet (run `playlisteval add`)"
+        super().__init__(f"unknown domain {domain!r}; known: {listed}")
+        self.known = known
+
+
+class NotIndexed(PlaylistEvalError):
+    """Nothing to search: no chunk has a vector for the embedder."""
+
+
+def known_domains(engine: Engine) -> list[str]:
+    with Session(engine) as session:
+        return sorted(session.exec(select(Domain.name)).all())
+
+
+def check_searchable(engine: Engine, embedder: str, domain: str | None) -> None:
+    """UnknownDomain for a domain the store lacks; NotIndexed when there is nothing to search."""
+    if domain is not None and domain not in (known := known_domains(engine)):
+        raise UnknownDomain(domain, known)
+    with Session(engine) as session:
+        if session.exec(_scope(select(func.count(col(ChunkVector.id))), embedder, None)).one():
+            return
+        indexed = session.exec(select(func.count(col(Video.id))).where(Video.status == "indexed")).one()
+    if not indexed:
+        raise NotIndexed("nothing is indexed yet: run `playlisteval index` first")
+    raise NotIndexed(f"no chunk has a vector for embedder {embedder!r}: run `playlisteval index --embedder "
+                     f"{embedder}` first")
 
 
 def _scope(stmt: Any, embedder: str, domain: str | None) -> Any:

@@ -6,6 +6,10 @@ probe → exact chunks → transcripts (captions, embedded subtitles, else ASR) 
 video whose worker died is claimable again once the lease runs out. Decoding, OCR and embedding run
 outside any transaction.
 
+A video without an audio track is indexed from its frames (on-screen text, a visual embedder); only
+one whose frames cannot be decoded either is skipped. A chunk with no text at all is still a chunk:
+its text vector is zero (a visual embedder still finds it), and it is counted as "no text".
+
 A video already indexed whose vectors for the embedder are missing or stale (another embedder, a
 changed recipe) goes through the same path from its stored chunks: only the vectors are computed.
 """
@@ -30,7 +34,7 @@ from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get
 from playlisteval.index.ocr import FrameTextReader, get_ocr
 from playlisteval.index.transcripts import transcripts_for
 from playlisteval.index.vectors import content_hash, encode
-from playlisteval.media.frames import FrameReader, sample_times
+from playlisteval.media.frames import FrameReader, frames_at, sample_times
 from playlisteval.media.probe import probe
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
@@ -48,6 +52,8 @@ class Outcome:
     reason: str = ""
     chunks: int = 0
     transcript_source: str = ""
+    transcript_model: str = ""  # the ASR model, when ASR made the transcript
+    no_text: int = 0  # chunks with neither transcript nor on-screen text
     embedded: int = 0  # vectors computed
     reused: int = 0  # vectors kept (same content, same recipe)
     ocr_read: int = 0  # frames OCR'd
@@ -150,13 +156,19 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     info = probe(video.path)
     if outcome.full:
         spans = chunk_spans(info.duration, cfg.chunk_s, cfg.min_last_chunk_s)
-        texts, source, captions, warnings = transcripts_for(video, info, spans, cfg.asr)
-        outcome.warnings.extend(warnings)
+        found = transcripts_for(video, info, spans, cfg)
+        texts, source, model, captions = found.texts, found.source, found.model, found.captions_path
+        outcome.warnings.extend(found.warnings)
     else:
         spans = [(c.start, c.end) for c in stored]
-        texts, source, captions = [c.transcript for c in stored], stored[0].transcript_source if stored else "", None
-    outcome.chunks, outcome.transcript_source = len(spans), source
+        texts, captions = [c.transcript for c in stored], None
+        source, model = (stored[0].transcript_source, stored[0].transcript_model) if stored else ("", "")
+    outcome.chunks, outcome.transcript_source, outcome.transcript_model = len(spans), source, model
     with_frames = needs_frames(embedder) or (outcome.full and ocr is not None)
+    if outcome.full and not info.has_audio and not with_frames and spans:
+        # nothing else will look at the frames: make sure there are some (SPEC A2: a file with neither
+        # decodable frames nor audio is skipped)
+        frames_at(video.path, [sample_times(spans[:1], 1)[0][0]], info.codec, (64, 64))
     per_chunk = min(cfg.frames_per_chunk, cfg.vl_max_frames) if needs_frames(embedder) else cfg.frames_per_chunk
     times = sample_times(spans, per_chunk)
     side = max(cfg.ocr_max_side, 960 if needs_frames(embedder) else 0)
@@ -195,13 +207,9 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
         outcome.ocr_read, outcome.ocr_reused = texter.stats.read, texter.stats.reused
     outcome.embedded = sum(1 for v in vectors.values() if np.any(v))
     outcome.reused = len(spans) - len(vectors)
-    # nothing this index can read: no sound, no captions, no on-screen text, and an embedder that
-    # does not look at frames (SPEC A2: silent entries are reported and skipped)
-    if outcome.full and not info.has_audio and source == "none" and not needs_frames(embedder) \
-            and not any(t.strip() for t in ocr_texts):
-        raise MediaError(video.path, "silent: no audio track, no captions and no on-screen text")
+    outcome.no_text = sum(1 for t, o in zip(texts, ocr_texts, strict=True) if not t.strip() and not o.strip())
     outcome.seconds = round(time.monotonic() - started, 3)
-    _commit(engine, video, embedder, spans, texts, source, ocr_texts, hashes, vectors, captions, info.duration,
+    _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, captions, info.duration,
             outcome, worker)
 
 
@@ -210,7 +218,7 @@ def _chunk_text(transcript: str, ocr_text: str) -> str:
 
 
 def _commit(engine: Engine, video: Video, embedder: Embedder, spans: list[tuple[float, float]], texts: list[str],
-            source: str, ocr_texts: list[str], hashes: list[str], vectors: dict[int, np.ndarray],
+            ocr_texts: list[str], hashes: list[str], vectors: dict[int, np.ndarray],
             captions: str | None, duration: float, outcome: Outcome, worker: str) -> None:
     """Chunks (upserted by index; rows past a now shorter end deleted), vectors, status: one transaction."""
     with transaction(engine) as session:
@@ -219,7 +227,8 @@ def _commit(engine: Engine, video: Video, embedder: Embedder, spans: list[tuple[
         for idx, (start, end) in enumerate(spans):
             chunk = existing.pop(idx, None) or Chunk(video_id=video.id or 0, idx=idx, start=start, end=end)
             chunk.start, chunk.end = start, end
-            chunk.transcript, chunk.transcript_source, chunk.ocr_text = texts[idx], source, ocr_texts[idx]
+            chunk.transcript, chunk.ocr_text = texts[idx], ocr_texts[idx]
+            chunk.transcript_source, chunk.transcript_model = outcome.transcript_source, outcome.transcript_model
             session.add(chunk)
             chunks.append(chunk)
         stale = [c.id for c in existing.values()]

@@ -85,6 +85,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
         ("segment1_id", "INTEGER", "0"), ("segment2_id", "INTEGER", "0"), ("score1", "FLOAT", "0"),
         ("score2", "FLOAT", "0"), ("top_segments", "JSON", "'[]'")])),
     ("0046_benchmark_question", create_tables("benchmark_question")),
+    # which ASR model produced a chunk's transcript (issue 11)
+    ("0600_chunk_transcript_model", add_column("chunk", "transcript_model", "TEXT", "''")),
     # the human study (issue 12, SPEC H): studies, annotators, claims; tasks' evidence; final ratings
     ("0700_human_tables", create_tables("human_study", "human_annotator", "human_claim")),
     ("0701_human_task_evidence", add_columns("human_task", [

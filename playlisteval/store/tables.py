@@ -76,7 +76,8 @@ class Chunk(SQLModel, table=True):
     start: float
     end: float
     transcript: str = ""
-    transcript_source: str = ""  # captions / pocketsphinx / qwen3-asr / …
+    transcript_source: str = ""  # captions / subtitles / faster-whisper / qwen3-asr / pocketsphinx / none
+    transcript_model: str = ""  # the ASR model that heard it ("" for captions and subtitles)
     ocr_text: str = ""
 
 
