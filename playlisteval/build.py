@@ -15,6 +15,7 @@ from playlisteval.broker import is_redis
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.gates.preflight import preflight
+from playlisteval.models.batch_run import open_batches
 from playlisteval.models.preflight import check_build
 from playlisteval.models.runner import BUDGET_KEY, PAUSED_KEY, budget_usd, spent_usd
 from playlisteval.models.simulated import is_simulated
@@ -121,6 +122,7 @@ class Status:
     failures: list[tuple[int, str]] = field(default_factory=list)
     rejections: dict[str, int] = field(default_factory=dict)
     simulated: bool = False  # built by the sim world: its numbers exercise the machinery only
+    batches: list[dict[str, object]] = field(default_factory=list)  # open batches (issue 15): models/batch_run.py
 
     @property
     def items(self) -> int:
@@ -153,4 +155,5 @@ def status(settings: Settings) -> Status:
         spent_usd=spent_usd(engine), budget_usd=budget, paused=paused, calls=int(calls),
         cache_hits=int(hits), tokens=int(tokens), failures=failures, rejections=rejections,
         simulated=is_simulated(engine, "build"),
+        batches=[vars(b) for b in open_batches(engine)],
     )

@@ -238,3 +238,31 @@ def test_gemini_batches_reference_uploaded_clips(settings: Settings, api: FakeAP
     full = ((c.input_tokens - 500) * price.input + 500 * (price.cached_input or 0) + c.output_tokens * price.output
             + c.thinking_tokens * price.thinking) / 1e6
     assert c.cached_input_tokens == 500 and c.usd == pytest.approx(full / 2)
+
+
+def test_status_and_batches_show_open_batches_with_age_and_expected_cost(settings: Settings, api: FakeAPI) -> None:
+    from click.testing import CliRunner
+
+    from playlisteval.build import status
+    from playlisteval.cli import main
+
+    runner = runner_for(settings)
+    queue(runner, OPENAI, [req(i) for i in range(3)])
+    api.batch.polls = 5
+    clock = FakeClock()
+    report = drive(settings, runner.engine, Backends(settings, runner.registry), clock=clock, wait_s=0)
+    assert report.sent == 1 and report.live == 3  # sent, still running when the wait was over
+    (open_batch,) = status(settings).batches
+    assert open_batch["state"] == "submitted" and open_batch["requests"] == 3 and open_batch["answered"] == 0
+    assert open_batch["expected_usd"] > 0 and open_batch["remote_id"].startswith("batch_")
+    env = {"OPENAI_API_KEY": "sk-test-batch-0000",
+           "PLAYLISTEVAL_PROVIDERS__OPENAI_BASE_URL": f"{api.url}/v1", "PLAYLISTEVAL_BATCH__POLL_S": "0.01"}
+    shown = CliRunner().invoke(main, ["--project", str(settings.root), "status"], env=env, catch_exceptions=False)
+    assert shown.exit_code == 0 and "0/3 answered" in shown.output
+    listed = CliRunner().invoke(main, ["--project", str(settings.root), "batches", "--json"], env=env)
+    assert json.loads(listed.output.splitlines()[0])["state"] == "submitted"
+    collected = CliRunner().invoke(main, ["--project", str(settings.root), "batches", "--collect", "--wait", "30"],
+                                   env=env, catch_exceptions=False)
+    assert collected.exit_code == 0 and "3 answer(s) stored" in collected.output
+    assert "no open batches" in collected.output
+    assert not status(settings).batches

@@ -167,6 +167,10 @@ def _status_table(st: Any) -> Table:
     table.add_row("spend (USD)", f"{st.spent_usd:.4f}{budget}")
     if st.paused:
         table.add_row("[yellow]paused[/]", st.paused)
+    for b in st.batches:  # open batches (issue 15): `playlisteval batches` shows them in full
+        table.add_row(f"batch {b['id'] or '-'} ({b['state']})",
+                      f"{b['spec']}: {b['answered']}/{b['requests']} answered, {b['age_s'] / 3600:.1f} h old, "
+                      f"~{b['expected_usd']:.4f} USD")
     return table
 
 
