@@ -6,6 +6,7 @@ set -euo pipefail
 declare -A need=(
   [ffmpeg]=ffmpeg [ffprobe]=ffmpeg [espeak-ng]=espeak-ng [redis-server]=redis-server
   [fc-list]=fontconfig
+  [chromium]=chromium  # the annotation app's browser tests (Playwright drives Debian's build)
 )
 missing=()
 for cmd in "${!need[@]}"; do
