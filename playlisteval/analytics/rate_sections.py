@@ -125,25 +125,30 @@ def scope(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, order: l
 
 
 BIAS_COLS = [Col("judge_shown", "Judge"), Col("evidence", "Evidence"), Col("scope", "Scope"), Col("n", "Pairs", "int"),
-             Col("accuracy_forward", "Acc. fwd %", "pct"), Col("accuracy_reversed", "Acc. rev %", "pct"),
-             Col("picked_a_forward", "Picked A fwd %", "pct"), Col("picked_a_reversed", "Picked A rev %", "pct"),
-             Col("letter_agreement", "Letter agreement %", "pct"), Col("solved_both", "Solved both %", "pct"),
-             Col("wrong_both", "Wrong both %", "pct"), Col("consistent", "Consistent", "bool")]
+             Col("accuracy_forward_ci", "Acc. fwd % [CI]", "ci"), Col("accuracy_reversed_ci", "Acc. rev % [CI]", "ci"),
+             Col("forward_minus_reversed_ci", "Fwd − rev pts [CI]", "cipts"),
+             Col("forward_minus_reversed_ci", "p", "p"),
+             Col("picked_a_forward_ci", "Picked A fwd % [CI]", "ci"),
+             Col("picked_a_reversed_ci", "Picked A rev % [CI]", "ci"),
+             Col("letter_agreement_ci", "Letter agreement % [CI]", "ci"),
+             Col("solved_both_ci", "Solved both % [CI]", "ci"), Col("wrong_both_ci", "Wrong both % [CI]", "ci"),
+             Col("consistent", "Consistent", "bool"), Col("status", "Status")]
 
 
-def bias(an: Analytics, bench: dict[str, Any] | None) -> Section:
-    where, params = rates.bench_filter(bench, "")
-    rows = shown(an.rows(f"SELECT * FROM position_bias WHERE {where} ORDER BY letter_agreement, judge", params))
+def bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
+    rows = shown(rates.position_bias(an, bench, boot))
     section = Section("bias", "Position bias (paper Table 14)",
-                      "Each judge's forward pass against the pass with the answers' sides swapped, over the pairs "
-                      "judged in both. Letter agreement: the same letter both times, i.e. the slot, not the answer.")
+                      "Each judge's forward pass against the pass with the answers' sides swapped (same options), "
+                      "over the pairs judged in both. Letter agreement: the same letter both times, i.e. the slot, "
+                      f"not the answer. Fwd − rev: paired over those pairs. {boot.label}.")
     section.tables.append(("", display(rows, BIAS_COLS)))
     if rows:
         labels = [f"{r['judge_shown']} ({r['evidence']}, {r['scope']})" for r in rows]
-        section.figures.append(("Position bias", plots.grouped_bars(labels, {
-            "letter agreement": [r["letter_agreement"] for r in rows],
-            "picked A, forward": [r["picked_a_forward"] for r in rows],
-            "picked A, reversed": [r["picked_a_reversed"] for r in rows]}, ylabel="% of pairs", title="Position bias")))
+        section.figures.append(("Position bias with 95 % intervals", plots.grouped_bars(labels, {
+            "letter agreement": [r.get("letter_agreement_ci", r["letter_agreement"]) for r in rows],
+            "picked A, forward": [r.get("picked_a_forward_ci", r["picked_a_forward"]) for r in rows],
+            "picked A, reversed": [r.get("picked_a_reversed_ci", r["picked_a_reversed"]) for r in rows]},
+            ylabel="% of pairs", title="Position bias")))
     return section
 
 

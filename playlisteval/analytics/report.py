@@ -138,7 +138,8 @@ def _hardest(an: Analytics, bench: dict[str, Any] | None, limit: int) -> Section
 def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None) -> list[Section]:
     boot = Bootstrap.of(settings)
     sections = [rate_sections.leaderboard(an, bench, boot), rate_sections.gap(an, bench, boot),
-                rate_sections.scope(an, bench, boot, settings.analytics.scope_order), rate_sections.bias(an, bench),
+                rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
+                rate_sections.bias(an, bench, boot),
                 rate_sections.shortcuts(an, bench, boot), rate_sections.retrieval(an, boot), _stats(an, bench),
                 _cost(an)]
     funnel = _funnel(an)

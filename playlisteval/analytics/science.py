@@ -43,10 +43,11 @@ COMPUTABLE = ("shortcut/always-a", "shortcut/longer-answer")  # from the benchma
 _FAILED = ("error",)  # a weak judge's call that failed is no evidence about the pair: left out
 
 
-def run_label(r: Row) -> str:
+def run_name(r: Row) -> str:
+    """A run as a judge and what it was shown: unique among a benchmark's main runs, the same on any store."""
     sides = ", swapped" if r["swapped"] else ""
     sweep = "" if r["main"] else ", sweep"
-    return f"run {r['run_id']}: {shown_name(r['judge'])} ({r['evidence']}, {r['scope']}{sides}{sweep})"
+    return f"{shown_name(r['judge'])} ({r['evidence']}, {r['scope']}{sides}{sweep})"
 
 
 def judge_gap_curves(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
@@ -58,7 +59,7 @@ def judge_gap_curves(an: Analytics, bench: dict[str, Any] | None, boot: Bootstra
     sums = aggregate(an, f"SELECT f.* FROM judgment_facts AS f WHERE {where}", params, ("run_id", "gap"), boot)
     out = []
     for run in runs:
-        head = {**run, "label": run_label(run)}
+        head = {**run, "name": run_name(run), "label": f"run {run['run_id']}: {run_name(run)}"}
         gaps = sorted(gap for run_id, gap in sums if run_id == run["run_id"])
         for gap in [*gaps, None]:
             group = sums[(run["run_id"], gap)] if gap is not None else pick(sums, (run["run_id"],), "All")
@@ -127,7 +128,7 @@ def shortcut_audit(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap)
     runs = aggregate(an, base, params, ("judge", "run_id", "evidence", "scope"), boot)
     out = []
     for spec, looks_at in SHORTCUTS:
-        sources = [(f"run {run_id} ({evidence}, {scope})", sums)
+        sources = [(f"main run ({evidence}, {scope})", sums)  # no store id: the card is the same from any store
                    for (judge, run_id, evidence, scope), sums in sorted(runs.items()) if judge == spec]
         if not sources and spec in COMPUTABLE:
             computed = _computed(an, bench, boot, spec)
@@ -178,6 +179,8 @@ def card_section(settings: Settings, engine: Engine, benchmark_id: int) -> str:
               "Over every pair of the sampled questions, before the gate kept those a weak judge got wrong "
               "(SPEC F2: accuracy should rise with the gap)."]
     lines += ["", *_gap_table(weak, "Weak judge")] if weak else ["", "No difficulty-gate verdicts recorded."]
-    lines += ["", "### Accuracy by rating gap: judge runs on this benchmark", ""]
-    lines += _gap_table(judged, "Run") if judged else ["No judge has run on this benchmark yet."]
+    lines += ["", "### Accuracy by rating gap: judge runs on this benchmark", "",
+              "The main run of each judge, evidence, scope and side order (sweeps are in the report)."]
+    main = [{**r, "label": r["name"]} for r in judged if r["main"]]
+    lines += ["", *_gap_table(main, "Run")] if main else ["", "No judge has run on this benchmark yet."]
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from playlisteval import exitcodes
 from playlisteval.cli_support import console, err_console
 
 if TYPE_CHECKING:
+    from playlisteval.analytics.rates import RunIntervals
     from playlisteval.eval.judge import RunSummary
     from playlisteval.eval.options import JudgeOptions
     from playlisteval.eval.retrieval import RetrievalSummary
@@ -28,15 +29,28 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def judge_json(s: RunSummary) -> dict[str, Any]:
+def ci(value: Any) -> str:
+    """A rate with its interval (analytics/intervals.py): "62.5% [51.0, 73.2]"."""
+    from playlisteval.analytics.tabular import fmt
+
+    return "-" if value is None else fmt(value, "ci").replace(" ", "% ", 1)
+
+
+def judge_json(s: RunSummary, intervals: RunIntervals | None = None) -> dict[str, Any]:
+    overall, by_domain = intervals or (None, {})
     return {"run_id": s.run_id, "judge": s.judge, "state": s.state, "pairs": s.pairs, "judged": s.judged,
+            "accuracy_ci": overall.as_dict() if overall else None,
+            "by_domain_ci": {d: v.as_dict() if v else None for d, v in by_domain.items()},
             "judged_now": s.judged_now, "no_verdict": s.no_verdict, "errors": s.errors, "pending": s.pending,
             "accuracy": s.accuracy, "outcomes": s.outcomes, "by_domain": s.by_domain, "stopped": s.stopped,
             "error_messages": s.error_messages, "options_hash": s.options.options_hash,
             "settings": s.options.as_settings()}
 
 
-def print_judge_table(summaries: list[RunSummary], options: JudgeOptions) -> None:
+def print_judge_table(summaries: list[RunSummary], options: JudgeOptions,
+                      intervals: dict[int, RunIntervals] | None = None) -> None:
+    """The runs' accuracies, each with its 95 % interval (bootstrap over questions) when ``intervals``."""
+    cis = intervals or {}
     sides = "swapped" if options.swap else "forward"
     table = Table(title=f"{options.evidence} evidence, scope {options.scope}, {options.modality}, {sides}")
     for column in ("run", "judge", "pairs", "judged", "accuracy", "no verdict", "errors", "state"):
@@ -45,10 +59,13 @@ def print_judge_table(summaries: list[RunSummary], options: JudgeOptions) -> Non
     for d in domains:
         table.add_column(d, justify="right")
     for s in sorted(summaries, key=lambda x: (x.accuracy is None, -(x.accuracy or 0.0), x.judge)):
-        table.add_row(str(s.run_id), Text(s.judge), str(s.pairs), str(s.judged), pct(s.accuracy), str(s.no_verdict),
-                      str(s.errors), s.state, *(pct(s.by_domain.get(d)) for d in domains))
+        overall, by_domain = cis.get(s.run_id, (None, {}))
+        table.add_row(str(s.run_id), Text(s.judge), str(s.pairs), str(s.judged),
+                      ci(overall) if overall else pct(s.accuracy), str(s.no_verdict), str(s.errors), s.state,
+                      *(ci(by_domain[d]) if by_domain.get(d) else pct(s.by_domain.get(d)) for d in domains))
     console.print(table)
-    console.print("accuracy is over the judged pairs (no verdict counts 0.5); errors are not judged", style="dim")
+    console.print(Text("accuracy is over the judged pairs (no verdict counts 0.5); errors are not judged"
+                       + ("; [95 % interval] from a bootstrap over questions" if cis else ""), style="dim"))
     for s in summaries:
         report_problems(s)
 
@@ -91,14 +108,21 @@ def gate_exit(gate: GateReport) -> int:
     return exitcodes.INCOMPLETE if gate.undecided else exitcodes.DONE
 
 
-def print_retrieval(s: RetrievalSummary) -> None:
+def print_retrieval(s: RetrievalSummary, intervals: dict[str, Any] | None = None) -> None:
+    """The run's rates, each with its 95 % interval (bootstrap over questions) when ``intervals``."""
+    cis = intervals or {}
     table = Table(title=f"retriever {s.embedder} (run {s.run_id})")
     columns = ("questions", "errors", "segments (mean)", f"Hit_both@{s.k}", f"Hit_any@{s.k}", f"nDCG@{s.k}", "ms/query")
     for column in columns:
         table.add_column(column, justify="right")
     table.add_row(str(s.questions), str(s.errors), "-" if s.mean_segments is None else f"{s.mean_segments:.0f}",
-                  pct(s.hit_both), pct(s.hit_any), "-" if s.ndcg is None else f"{s.ndcg:.3f}", f"{s.latency_ms:.1f}")
+                  ci(cis["hit_both"]) if cis.get("hit_both") else pct(s.hit_both),
+                  ci(cis["hit_any"]) if cis.get("hit_any") else pct(s.hit_any),
+                  ci(cis["ndcg"]) if cis.get("ndcg") else "-" if s.ndcg is None else f"{s.ndcg:.3f}",
+                  f"{s.latency_ms:.1f}")
     console.print(table)
+    if cis:
+        console.print(Text("[95 % interval] from a bootstrap over questions; nDCG in %", style="dim"))
     if s.errors:
         err_console.print(f"[yellow]{s.errors} question(s) could not be ranked[/] (errors, left out of the means):",
                           highlight=False)

@@ -194,6 +194,7 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     \b
     Exit status: 0 every pair judged; 3 errors or pairs left (run again); 4 stopped by the budget.
     """
+    from playlisteval.analytics.rates import judge_run_intervals
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions, parse_size
     from playlisteval.models.preflight import check_judges
@@ -223,9 +224,10 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
         print_batch_report(batches, stderr=as_json)
         summaries.append(summary)
         if as_json:
-            click.echo(json.dumps({**judge_json(summary), "simulated": is_simulated(open_store(settings))}))
+            cis = judge_run_intervals(settings, [summary.run_id])[summary.run_id]
+            click.echo(json.dumps({**judge_json(summary, cis), "simulated": is_simulated(open_store(settings))}))
     if not as_json:
-        print_judge_table(summaries, options)
+        print_judge_table(summaries, options, judge_run_intervals(settings, [s.run_id for s in summaries]))
         if is_simulated(open_store(settings)):
             console.print("[yellow]simulated:[/] a benchmark or judge of the sim world: these accuracies test the "
                           "machinery only")
@@ -248,15 +250,17 @@ def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None
     """Rank each question's domain segments by the mean of their 3 best chunk similarities (SPEC R1) and
     store the ranks of the two gold segments; prints Hit_both@k, Hit_any@k and nDCG@k (SPEC R2). A
     question that cannot be ranked is an error, left out of the means and counted (exit status 3)."""
+    from playlisteval.analytics.rates import retrieval_run_intervals
     from playlisteval.eval.retrieval import run_retrieval
 
     settings = settings_of(ctx)
     with _bar(not as_json) as update:
         s = run_retrieval(settings, embedder, benchmark, all_items=all_items, tick=update)
+    cis = retrieval_run_intervals(settings, s.run_id)  # issue 9: every rate with its interval
     if as_json:
-        click.echo(json.dumps(vars(s)))
+        click.echo(json.dumps({**vars(s), **{f"{k}_ci": v.as_dict() if v else None for k, v in cis.items()}}))
     else:
-        print_retrieval(s)
+        print_retrieval(s, cis)
     ctx.exit(retrieval_exit(s))
 
 

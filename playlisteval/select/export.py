@@ -222,6 +222,9 @@ def export(settings: Settings, out: Path, name: str | None = None, *, force: boo
     with jsonl.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    card.write_text(_card(bench.name, st, len(rows), is_simulated(engine)), encoding="utf-8")
+    from playlisteval.analytics.science import card_section  # issue 9: shortcut audit, accuracy by gap
+
+    card.write_text(_card(bench.name, st, len(rows), is_simulated(engine)) + "\n"
+                    + card_section(settings, engine, int(bench.id or 0)), encoding="utf-8")
     stats.write_text(json.dumps(st.as_dict(), indent=2), encoding="utf-8")
     return ExportReport(out, len(rows), [parquet, jsonl, card, stats], st)

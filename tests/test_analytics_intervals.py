@@ -1,0 +1,211 @@
+"""Rates with intervals over the analytics views (analytics/rates.py, science.py), on the hand-worked
+store of tests/analytics_fixtures.py: the estimates are the views' numbers, the intervals are the exact
+bootstrap of two or three questions worked by hand, the science checks (accuracy by gap of the weak
+judges and of every run, the shortcut audit) and the leaderboard's --json."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import delete
+
+from playlisteval.analytics import Analytics, rates, science
+from playlisteval.analytics.rates import Bootstrap
+from playlisteval.cli import main
+from playlisteval.eval import runkey
+from playlisteval.store import open_store, transaction
+from playlisteval.store.tables import JudgeRun, Judgment, ModelCall, Pair
+from tests import analytics_fixtures
+from tests.helpers import project
+
+BOOT = Bootstrap(seed=7)
+BENCH = {"id": 0, "name": "bench-1"}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> tuple[Any, Any, analytics_fixtures.Fixture]:
+    settings = project(tmp_path)
+    engine = open_store(settings)
+    return settings, engine, analytics_fixtures.build(engine)
+
+
+@pytest.fixture
+def an(store: Any) -> Iterator[tuple[Analytics, analytics_fixtures.Fixture]]:
+    settings, engine, fx = store
+    BENCH["id"] = fx.benchmark_id
+    with Analytics(engine, settings) as analytics:
+        yield analytics, fx
+
+
+def bounds(iv: Any) -> tuple[float, float, float]:
+    return iv.estimate, iv.low, iv.high
+
+
+def test_leaderboard_estimates_are_the_views_and_intervals_are_the_exact_bootstrap(an: Any) -> None:
+    analytics, _ = an
+    rows = {(r["judge"], r["domain"]): r for r in rates.leaderboard(analytics, BENCH, BOOT, domains=True)}
+    for r in rows.values():  # the interval's estimate is the number the view shows, cell for cell
+        for key in ("retrieved", "uniform", "difference"):
+            ci = r[f"{key}_ci"]
+            assert (ci is None) == (r[key] is None)
+            if ci is not None:
+                assert ci.estimate == pytest.approx(r[key])
+    alpha = rows[("alpha", "All")]
+    # two questions: Education (p1 ✓, p2 ✓) and Drama (p3 ✗, p4 ½) → resamples 1, 0.25, 0.625 (twice)
+    assert bounds(alpha["retrieved_ci"]) == pytest.approx((0.625, 0.25, 1.0))
+    assert (alpha["retrieved_ci"].n, alpha["retrieved_ci"].clusters) == (4, 2)
+    # retrieved − uniform per question: Education +1 over 2 pairs, Drama −½ over 2 → +0.5, −0.25, +0.125
+    assert bounds(alpha["difference_ci"]) == pytest.approx((0.125, -0.25, 0.5))
+    assert alpha["difference_ci"].p_value == pytest.approx(1.0)  # sign flips of (+1, −½) all reach |½|
+    edu = rows[("alpha", "Education")]["retrieved_ci"]  # one question: no interval, not a zero-width one
+    assert edu.estimate == 1.0 and edu.low is None and edu.high is None
+    assert rows[("beta", "All")]["uniform_ci"] is None  # beta never ran with uniform evidence
+
+
+def test_judge_differences_and_scope_steps_are_paired_over_shared_pairs(an: Any) -> None:
+    analytics, fx = an
+    diffs = rates.judge_differences(analytics, BENCH, BOOT, ["beta", "alpha"])
+    assert [(d["judge_a"], d["judge_b"], d["n"]) for d in diffs] == [("beta", "alpha", 2)]
+    # beta and alpha both judged p1 (1 vs 1) and p3 (1 vs 0): +1 in Drama only → [0, +1], mean +½
+    assert bounds(diffs[0]["difference_ci"]) == pytest.approx((0.5, 0.0, 1.0))
+    scopes = rates.scope_accuracy(analytics, BENCH, BOOT)
+    view = {(r["judge"], "oracle" if r["evidence"] == "oracle" else r["scope"]): r["accuracy"]
+            for r in analytics.rows("SELECT * FROM accuracy_by_scope WHERE evidence IN ('retrieved', 'oracle')")}
+    assert {(r["judge"], r["x"]): r["accuracy_ci"].estimate for r in scopes} == pytest.approx(view)
+    steps = {(s["from"], s["to"]): s["difference_ci"] for s in rates.scope_steps(
+        analytics, BENCH, BOOT, [r for r in scopes if r["judge"] == "alpha"], ["oracle", "10h", "domain"])}
+    assert set(steps) == {("oracle", "10h"), ("10h", "domain"), ("oracle", "domain")}
+    # oracle 1, 1, 1, 1 → domain 1, 1, 0, ½: −0.375 over the same four pairs
+    assert steps[("oracle", "domain")].estimate == pytest.approx(0.625 - 1.0)
+
+
+def test_position_bias_and_retrieval_carry_intervals_matching_the_views(an: Any) -> None:
+    analytics, fx = an
+    bias = rates.position_bias(analytics, BENCH, BOOT)
+    assert len(bias) == 1
+    row = bias[0]
+    for share in ("accuracy_forward", "accuracy_reversed", "picked_a_forward", "letter_agreement", "wrong_both"):
+        assert row[f"{share}_ci"].estimate == pytest.approx(row[share])
+    diff = row["forward_minus_reversed_ci"]
+    assert diff.estimate == pytest.approx(row["accuracy_forward"] - row["accuracy_reversed"])
+    assert diff.p_value is not None
+    for r in rates.retrieval(analytics, BOOT):
+        for rate in rates.RETRIEVAL_RATES:
+            assert r[f"{rate}_ci"].estimate == pytest.approx(r[rate])
+    k10 = next(r for r in rates.retrieval(analytics, BOOT, fx.retrieval_runs["k10"]) if r["domain"] == "All")
+    # Hit_both@10 of questions 1, 2, 4: 1, 0, 0; three questions → every one of the 27 draws enumerated:
+    # the mean 0 has probability 8/27 (> 2.5 %), the mean 1 only 1/27 (< 2.5 %) → [0, 1]
+    assert bounds(k10["hit_both_ci"]) == pytest.approx((1 / 3, 0.0, 1.0))
+
+
+def test_bootstrap_unit_playlist_resamples_questions_of_a_playlist_together(an: Any) -> None:
+    analytics, fx = an
+    unit = Bootstrap(seed=7, unit="playlist")
+    k10 = next(r for r in rates.retrieval(analytics, unit, fx.retrieval_runs["k10"]) if r["domain"] == "All")
+    # questions 1 and 2 share playlist P1 (1 hit of 2), question 4 is P3's (0 of 1): two clusters →
+    # P1 twice 1/2, P3 twice 0, one each 1/3 → [0, 1/2]
+    assert bounds(k10["hit_both_ci"]) == pytest.approx((1 / 3, 0.0, 0.5))
+    assert k10["hit_both_ci"].clusters == 2
+    with pytest.raises(ValueError, match="unknown bootstrap unit"):
+        rates.retrieval(analytics, Bootstrap(seed=7, unit="pair"))
+
+
+def plant_weak_verdicts(engine: Any, fx: analytics_fixtures.Fixture) -> None:
+    """The difficulty gate's record on the fixture's pairs (sides as the weak judges saw them)."""
+    records = {  # pair: (a_is_better, F_first verdict, F_second verdict, F_second outcome)
+        "p1": (True, "A", "B", "verdict"),  # gap 1: F_first ✓, F_second ✗
+        "p2": (False, "B", None, "no_verdict"),  # gap 1: ✓, ½
+        "p1x": (True, "B", "A", "verdict"),  # gap 2: ✗, ✓
+        "p3": (False, "B", "B", "verdict"),  # gap 1: ✓, ✓
+        "p4": (True, "A", "A", "error"),  # gap 2: ✓, a failed call (left out)
+    }
+    with transaction(engine) as s:
+        for name, (a_better, first, second, outcome) in records.items():
+            pair = s.get(Pair, fx.pairs[name])
+            pair.difficulty = {"a_is_better": a_better, "evidence": {"mode": "oracle"},
+                               "F_first": {"model": "sim/weak-judge", "verdict": first, "outcome": "verdict"},
+                               "F_second": {"model": "vllm/weak-b", "verdict": second, "outcome": outcome}}
+            s.add(pair)
+
+
+def test_weak_judges_accuracy_by_gap(store: Any) -> None:
+    settings, engine, fx = store
+    plant_weak_verdicts(engine, fx)
+    with Analytics(engine, settings) as analytics:
+        curves = science.weak_gap_curves(analytics, {"id": fx.benchmark_id}, BOOT)
+    got = {(r["role"], r["gap"]): (r["n"], r["accuracy_ci"].estimate) for r in curves}
+    assert got == {("F_first", 1): (3, 1.0), ("F_first", 2): (2, 0.5), ("F_first", None): (5, 0.8),
+                   ("F_second", 1): (3, pytest.approx(0.5)), ("F_second", 2): (1, 1.0),
+                   ("F_second", None): (4, pytest.approx(0.625))}
+    labels = {r["label"] for r in curves}
+    assert labels == {"F_first: sim/weak-judge (simulated)", "F_second: vllm/weak-b"}
+
+
+def test_every_judge_run_has_a_gap_curve(an: Any) -> None:
+    analytics, fx = an
+    curves = science.judge_gap_curves(analytics, BENCH, BOOT)
+    assert {r["run_id"] for r in curves} == set(fx.runs.values())
+    first = {r["gap"]: r for r in curves if r["run_id"] == fx.runs["alpha_retrieved"]}
+    # gap 1: p1 ✓ p2 ✓ (Education), p3 ✗ (Drama) → 2/3; two questions → [0, 1]
+    assert bounds(first[1]["accuracy_ci"]) == pytest.approx((2 / 3, 0.0, 1.0))
+    assert first[None]["accuracy_ci"].estimate == pytest.approx(0.625) and first[1]["main"]
+    sweep = next(r for r in curves if r["run_id"] == fx.runs["alpha_sweep"])
+    assert not sweep["main"] and "sweep" in sweep["label"]
+
+
+def test_shortcut_audit_computed_from_the_benchmark_or_from_a_run_and_flagged(store: Any) -> None:
+    settings, engine, fx = store
+    with Analytics(engine, settings) as analytics:
+        audit = {r["shortcut"]: r for r in science.shortcut_audit(analytics, {"id": fx.benchmark_id}, BOOT)}
+    assert list(audit) == [spec for spec, _ in science.SHORTCUTS]
+    assert audit["shortcut/random"]["accuracy_ci"] is None and "not run" in audit["shortcut/random"]["source"]
+    # the benchmark's sides: p1 A, p2 B, p3 A, p4 B → always-A 50 %; the better answer is the longer one
+    # in p2, p3, p4 (12 > 8, 20 > 18, 22 > 19) but not p1 (10 < 12) → 75 % (the "longer answer wins" statistic)
+    assert audit["shortcut/always-a"]["accuracy_ci"].estimate == pytest.approx(0.5)
+    assert audit["shortcut/longer-answer"]["accuracy_ci"].estimate == pytest.approx(0.75)
+    assert audit["shortcut/longer-answer"]["source"] == "computed from the benchmark"
+    assert audit["shortcut/always-a"]["flagged"] is False
+    with transaction(engine) as s:  # a longer-answer run, with the default options, that got every pair right
+        recorded = {**analytics_fixtures.DEFAULTS["retrieved"], "scope": "domain", "swap": False}
+        run = JudgeRun(benchmark_id=fx.benchmark_id, judge="shortcut/longer-answer", evidence="retrieved",
+                       scope="domain", settings=recorded, options_hash=runkey.options_hash(recorded))
+        s.add(run)
+        s.flush()
+        for name, a_better in (("p1", True), ("p2", False), ("p3", True), ("p4", False)):
+            s.add(Judgment(run_id=run.id, pair_id=fx.pairs[name], a_is_better=a_better,
+                           verdict="A" if a_better else "B", score=1.0))
+    with Analytics(engine, settings) as analytics:
+        audit = {r["shortcut"]: r for r in science.shortcut_audit(analytics, {"id": fx.benchmark_id}, BOOT)}
+    longer = audit["shortcut/longer-answer"]
+    assert longer["source"] == "main run (retrieved, domain)"
+    assert bounds(longer["accuracy_ci"]) == pytest.approx((1.0, 1.0, 1.0)) and longer["flagged"] is True
+    # against 50 %: each question's total is +1 (two pairs × ½); of the four sign flips two reach 2
+    assert longer["accuracy_ci"].p_value == pytest.approx(0.5)
+
+
+def test_leaderboard_json_and_the_simulated_label(store: Any) -> None:
+    settings, engine, fx = store
+    out = CliRunner().invoke(main, ["--project", str(settings.root), "leaderboard", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["simulated"] is True  # the fixture's ledger holds a call of the sim provider
+    assert data["intervals"] == {"level": 0.95, "unit": "question", "resamples": 2000, "seed": settings.project.seed,
+                                 "p_value": "sign-flip test over questions"}
+    alpha = next(r for r in data["rows"] if r["judge"] == "alpha")
+    assert alpha["retrieved_ci"] == {"estimate": 0.625, "low": 0.25, "high": 1.0, "n": 4, "clusters": 2,
+                                     "level": 0.95}
+    assert alpha["difference_ci"]["p_value"] == pytest.approx(1.0)
+    report = settings.root / "r.html"
+    CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report), "-q"])
+    assert 'id="simulated"' in report.read_text() and "SIMULATED" in report.read_text()
+    with transaction(engine) as s:  # nothing of the sim left in the store: no label
+        s.execute(delete(ModelCall).where(ModelCall.provider == "sim"))
+    out = CliRunner().invoke(main, ["--project", str(settings.root), "leaderboard", "--json"])
+    assert json.loads(out.output)["simulated"] is False
+    CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report), "-q"])
+    assert 'id="simulated"' not in report.read_text()
