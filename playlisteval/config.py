@@ -270,6 +270,7 @@ class BatchSettings(_Section):
     poll_max_s: float = Field(default=600, gt=0)  # … doubling up to this
     wait_s: float = Field(default=86400, ge=0)  # how long a command waits for its batches (then: run it again)
     completion_window: str = "24h"  # OpenAI's only window
+    cache_ttl_s: float = Field(default=600, gt=0)  # a context cache's lifetime: its storage is paid for so long
 
 
 DEFAULT_MODELS: dict[str, str] = {

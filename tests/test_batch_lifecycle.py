@@ -235,9 +235,9 @@ def test_gemini_batches_reference_uploaded_clips(settings: Settings, api: FakeAP
     calls = [c for c in ledger(runner.engine) if c.batch_id]
     price = settings.price_for(GEMINI)
     c = calls[0]
-    full = ((c.input_tokens - 500) * price.input + 500 * (price.cached_input or 0) + c.output_tokens * price.output
-            + c.thinking_tokens * price.thinking) / 1e6
-    assert c.cached_input_tokens == 500 and c.usd == pytest.approx(full / 2)
+    fresh = ((c.input_tokens - 500) * price.input + c.output_tokens * price.output
+             + c.thinking_tokens * price.thinking) / 1e6
+    assert c.cached_input_tokens == 500 and c.usd == pytest.approx(fresh / 2 + 500 * (price.cached_input or 0) / 1e6)
 
 
 def test_status_and_batches_show_open_batches_with_age_and_expected_cost(settings: Settings, api: FakeAPI) -> None:

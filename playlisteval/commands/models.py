@@ -174,6 +174,7 @@ def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | Non
     Offline and free: no model is called. Calls per seed include the expected repeated attempts
     ([estimate] attempts_phase1/2) and second opinions; local models are charged per GPU-hour.
     """
+    from playlisteval.models.batch_estimate import mode_costs, totals
     from playlisteval.models.estimate import project_cost, store_facts
     from playlisteval.store import open_store
 
@@ -185,20 +186,34 @@ def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | Non
         raise ConfigError("no seeds in the store yet: run `playlisteval index`, or pass --seeds N")
     segment_s = segment_minutes * 60 if segment_minutes is not None else stored_segment_s
     projection = project_cost(settings, count, segment_s, engine if from_ledger else None)
+    costs = mode_costs(settings, projection)
     table = Table(title=f"Projected build cost: {count} seed(s), segments of {projection.segment_s / 60:.1f} min")
-    for column in ("role", "model", "calls/seed", "in tok", "out tok", "think tok", "USD/call", "USD total"):
+    for column in ("role", "model", "calls/seed", "in tok", "out tok", "think tok", "USD/call", "online",
+                   "batch", "batch+cache"):
         table.add_column(column, justify="left" if column in ("role", "model") else "right")
-    for r in projection.roles:
+    for c in costs:
+        r = c.role
         unpriced = not any(getattr(settings.price_for(r.spec), f) for f in ("input", "output", "thinking", "gpu_hour"))
         usd = "no price" if unpriced else f"{r.usd_per_call:.4f}"
         table.add_row(r.role + (" *" if r.measured else ""), escape(r.spec), f"{r.calls_per_seed:.2f}",
                       f"{r.usage.input_tokens:,}", f"{r.usage.output_tokens:,}", f"{r.usage.thinking_tokens:,}",
-                      usd, f"{r.usd_per_seed * count:.2f}")
+                      usd, f"{c.online * r.calls_per_seed * count:.2f}",
+                      f"{c.batch * r.calls_per_seed * count:.2f}" + ("" if c.batched else " †"),
+                      f"{c.cached * r.calls_per_seed * count:.2f}")
     console.print(table)
     if any(r.measured for r in projection.roles):
         console.print("* tokens measured from the ledger's calls of that role and model")
-    console.print(f"per seed: [bold]{projection.usd_per_seed:.4f} USD[/]   "
-                  f"total: [bold]{projection.total_usd:.2f} USD[/]")
+    if not all(c.batched for c in costs):
+        console.print("† no batch price for this model (local, or no batch API): the online price")
+    online, batch, cached = totals(costs)
+    console.print(f"per seed: [bold]{online:.4f} USD[/] online, {batch:.4f} by batch "
+                  f"({_ratio(batch, online)}), {cached:.4f} by batch with context caching ({_ratio(cached, online)})")
+    console.print(f"total: [bold]{online * count:.2f} USD[/] online, {batch * count:.2f} by batch, "
+                  f"{cached * count:.2f} by batch with context caching")
+
+
+def _ratio(part: float, whole: float) -> str:
+    return f"{part / whole:.2f}× online" if whole > 0 else "-"
 
 
 # -- batches (issue 15) ----------------------------------------------------------------------------------

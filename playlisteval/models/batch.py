@@ -66,7 +66,9 @@ class Collector:
         self.deferred = 0
 
     def wants(self, spec: str, request: ModelRequest) -> bool:
-        return request.role in self.roles and has_batch_api(split_spec(spec)[0])
+        """A batched role, on a provider with a batch API, at a batch price (else waiting buys nothing)."""
+        return (request.role in self.roles and has_batch_api(split_spec(spec)[0])
+                and pricing.batchable(self.settings.price_for(spec)))
 
     def defer(self, key: str, spec: str, request: ModelRequest) -> None:
         """Raise Deferred while ``request`` is (now) queued or in a live batch; return when it must go

@@ -68,6 +68,8 @@ class BatchBackend(Protocol):
 
 
 _BACKENDS = {"openai": ("playlisteval.models.batch_openai", "OpenAIBatch"),
+             # DashScope speaks OpenAI's Batch API (files with purpose "batch", /batches, a 24 h window)
+             "qwen": ("playlisteval.models.batch_openai", "OpenAIBatch"),
              "gemini": ("playlisteval.models.batch_gemini", "GeminiBatch"),
              "sim": ("playlisteval.models.batch_sim", "SimBatch")}
 
@@ -92,6 +94,8 @@ class Backends:
             import importlib
 
             module, cls = _BACKENDS[provider]
-            self._made[provider] = getattr(importlib.import_module(module), cls)(
+            made: BatchBackend = getattr(importlib.import_module(module), cls)(
                 self.settings, self.registry.get(provider))
+            made.name = provider  # one class may serve several providers (OpenAI's protocol: openai, qwen)
+            self._made[provider] = made
         return self._made[provider]

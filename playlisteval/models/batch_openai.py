@@ -36,7 +36,7 @@ from playlisteval.prompts.schemas import SCHEMAS
 ENDPOINT: Final = "/v1/chat/completions"
 MARKER_KEY = "playlisteval_marker"
 MAX_REQUESTS = 50_000  # per batch (OpenAI's limit)
-MAX_BYTES = 200_000_000  # per input file
+MAX_BYTES = {"openai": 200_000_000, "qwen": 100_000_000}  # per input file (DashScope: 100 MB)
 _LISTED = 1000  # batches or files looked through for a marker (newest first)
 _STATES = {"validating": RUNNING, "in_progress": RUNNING, "finalizing": RUNNING, "cancelling": RUNNING,
            "completed": COMPLETED, "failed": FAILED, "expired": EXPIRED, "cancelled": CANCELLED}
@@ -50,7 +50,7 @@ class OpenAIBatch:
         self.provider = provider
 
     def limits(self) -> tuple[int, int]:
-        return MAX_REQUESTS, MAX_BYTES
+        return MAX_REQUESTS, MAX_BYTES.get(self.provider.name, MAX_BYTES["qwen"])
 
     def encode(self, model: str, key: str, request: ModelRequest) -> Encoded:
         schema = SCHEMAS[request.response_schema] if request.response_schema else None

@@ -177,8 +177,9 @@ def open_batches(engine: Engine, now: float | None = None) -> list[OpenBatch]:
                                .group_by(col(ModelBatchRequest.batch_id))).all())
         queued = int(s.exec(select(func.count()).select_from(ModelBatchRequest)
                             .where(ModelBatchRequest.state == "queued", ModelBatchRequest.batch_id == 0)).one())
-    out = [OpenBatch(int(b.id or 0), f"{b.provider}/{b.model}", b.state, b.requests, int(answered.get(int(b.id or 0), 0)),
-                     max(0.0, now - b.created_at), b.estimated_usd, b.remote_id, b.error) for b in batches]
+    out = [OpenBatch(int(b.id or 0), f"{b.provider}/{b.model}", b.state, b.requests,
+                     int(answered.get(int(b.id or 0), 0)), max(0.0, now - b.created_at), b.estimated_usd,
+                     b.remote_id, b.error) for b in batches]
     if queued:  # requests waiting to be written into a batch: shown as one line, id 0
         out.append(OpenBatch(0, "(queued)", "queued", queued, 0, 0.0, 0.0, "", ""))
     return out

@@ -4,8 +4,9 @@ Three discounts are applied here and nowhere else (issue 15):
 - input tokens a provider read from a cache (``Usage.cached_input_tokens``: Gemini's context cache and
   implicit hits, OpenAI's prompt caching as its usage reports it) cost ``Price.cached_input`` instead of
   ``Price.input``; a model with no cached-input price pays the full input price for them;
-- a call answered through a batch API costs ``1 − batch_discount`` of its token price (the providers
-  apply the batch discount to cached input too, so the two multiply);
+- a call answered through a batch API costs ``1 − batch_discount`` of its token price, except its cached
+  input, which keeps the cached-input price (no provider promises both discounts at once: counting
+  only one keeps the ledger from under-charging);
 - a context cache's storage costs ``cache_storage`` per 1M tokens per hour it lives (``storage_usd``).
 GPU time is never discounted: local models have no batch price.
 """
@@ -20,23 +21,25 @@ TOKENS_PER_FRAME = 258
 ESTIMATED_OUTPUT_TOKENS = 1500
 
 
-def token_usd(price: Price, usage: Usage) -> float:
-    """The online token price of ``usage``, cached input at its own price."""
+def _cached_usd(price: Price, usage: Usage) -> tuple[float, int]:
+    """What the cached input costs, and how many input tokens were cached."""
     cached = max(0, min(usage.cached_input_tokens, usage.input_tokens))
-    cached_rate = price.input if price.cached_input is None else price.cached_input
-    return (
-        (usage.input_tokens - cached) * price.input
-        + cached * cached_rate
-        + usage.output_tokens * price.output
-        + usage.thinking_tokens * price.thinking
-    ) / 1e6
+    rate = price.input if price.cached_input is None else price.cached_input
+    return cached * rate / 1e6, cached
+
+
+def token_usd(price: Price, usage: Usage, *, batch: bool = False) -> float:
+    """The token price of ``usage``: cached input at its own price, the rest discounted in a batch."""
+    cached_cost, cached = _cached_usd(price, usage)
+    fresh = ((usage.input_tokens - cached) * price.input + usage.output_tokens * price.output
+             + usage.thinking_tokens * price.thinking) / 1e6
+    if batch and price.batch_discount:
+        fresh *= 1 - price.batch_discount
+    return fresh + cached_cost
 
 
 def usd(price: Price, usage: Usage, *, batch: bool = False) -> float:
-    cost = token_usd(price, usage)
-    if batch and price.batch_discount:
-        cost *= 1 - price.batch_discount
-    return cost + usage.gpu_seconds / 3600.0 * price.gpu_hour
+    return token_usd(price, usage, batch=batch) + usage.gpu_seconds / 3600.0 * price.gpu_hour
 
 
 def storage_usd(price: Price, tokens: int, seconds: float) -> float:
