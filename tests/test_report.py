@@ -69,7 +69,7 @@ def test_report_escapes_model_text_and_has_every_section(tmp_path: Path) -> None
     assert "Which <img src=x onerror=alert(1)> sign is shown?" in text
     assert "[bold red]beta[/] <b>judge</b>" in text
     # the gate funnel section comes with analytics/funnel.sql, which the build's side owns
-    assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "bias", "shortcuts",
+    assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "bias", "sweeps", "shortcuts",
                                                         "retrieval", "stats", "cost", "hardest"]
     if "funnel" in parser.ids:
         assert "C1" in text and "C3" in text
@@ -97,6 +97,10 @@ def test_report_numbers_match_the_views(tmp_path: Path) -> None:
     assert "alpha 62.5 [25.0, 100.0] 50.0 [50.0, 50.0] +12.5 [-25.0, +50.0] 1.000 4 1 0" in text
     assert "Longer answer wins (%) 75.0" in text
     assert "Education 2 3 6.10 2.03 2.17 0.60 1.75 2.60" in text  # Table 19 row
+    # the thinking=high sweep only in the sweep table, beside the main run (all four ✓ against 62.5 %)
+    assert "5 alpha retrieved domain forward thinking=high 4 0 100.0 62.5 +37.5" in text
+    # beta judged 2 of its 4 pairs: every table that shows it says so (issue 9)
+    assert text.count("(retrieved, domain): running: 2 of 4 pairs not judged") >= 4
 
 
 def test_report_is_deterministic_and_works_on_an_empty_store(tmp_path: Path) -> None:

@@ -130,18 +130,61 @@ def _hardest(an: Analytics, bench: dict[str, Any] | None, limit: int) -> Section
         for key in ("better_text", "worse_text"):
             text = r[key] or ""
             r[key] = text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + " …"
-    return Section("hardest", "Hardest pairs",
-                   "The pairs the fewest judges solved (retrieved evidence, full domain). Model text, shown as text.",
-                   examples=rows)
+    note = "The pairs the fewest judges solved (retrieved evidence, full domain). Model text, shown as text."
+    left_out = [r for r in unfinished_runs(an, bench) if not r["swapped"] and r["scope"] == "domain"
+                and r["evidence"] == "retrieved"]
+    if left_out:  # pair_difficulty counts finished runs only
+        note += " Not counted until their runs finish: " + "; ".join(_run_said(r) for r in left_out) + "."
+    return Section("hardest", "Hardest pairs", note, examples=rows)
+
+
+def unfinished_runs(an: Analytics, bench: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The main runs that are not finished (errors, or pairs not judged yet): issue 9 wants every table
+    that shows them to say so."""
+    where, params = _where(bench)
+    return an.rows(f"SELECT * FROM run_status WHERE {where} AND main AND state <> 'finished' "
+                   "ORDER BY judge, evidence, scope, swapped", params)
+
+
+def _run_said(r: dict[str, Any]) -> str:
+    sides = ", swapped" if r["swapped"] else ""
+    return f"{r['judge']} ({r['evidence']}, {r['scope']}{sides}): {r['status']}"
+
+
+SWEEP_COLS = [Col("run_id", "Run", "int"), Col("judge", "Judge"), Col("evidence", "Evidence"), Col("scope", "Scope"),
+              Col("sides", "Sides"), Col("varies", "Varies"), Col("n", "Pairs", "int"), Col("errors", "Errors", "int"),
+              Col("accuracy", "Accuracy %", "pct"), Col("main_accuracy", "Main run %", "pct"),
+              Col("difference", "Δ (pts)", "pts"), Col("status", "Status")]
+
+
+def _sweeps(an: Analytics, bench: dict[str, Any] | None) -> Section:
+    """Runs with other options than the configured defaults (SPEC G6): only here, labelled by what they vary."""
+    where, params = _where(bench)
+    rows = an.rows(f"SELECT *, CASE WHEN swapped THEN 'swapped' ELSE 'forward' END AS sides FROM judge_sweeps "
+                   f"WHERE {where} ORDER BY judge, evidence, scope, swapped, varies, run_id", params)
+    return Section("sweeps", "Sweeps (SPEC G6)",
+                   "Runs made with other options than the configured [eval] defaults, each labelled by what it "
+                   "changes, beside the judge's main run; they appear in no other table. Accuracy over the judged "
+                   "pairs; a failed call is an error, never scored.", tables=[("", display(rows, SWEEP_COLS))])
 
 
 def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None) -> list[Section]:
     boot = Bootstrap.of(settings)
     sections = [rate_sections.leaderboard(an, bench, boot), rate_sections.gap(an, bench, boot),
                 rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
-                rate_sections.bias(an, bench, boot),
+                rate_sections.bias(an, bench, boot), _sweeps(an, bench),
                 rate_sections.shortcuts(an, bench, boot), rate_sections.retrieval(an, boot), _stats(an, bench),
                 _cost(an)]
+    unfinished = unfinished_runs(an, bench)
+    for section in sections:  # a run that is not finished is never shown as a plain result (issue 9)
+        if section.id in ("leaderboard", "gap", "scope", "bias") and unfinished:
+            section.note += (" Not finished (accuracy over the pairs judged so far; run the same `eval judge` "
+                             "command again): " + "; ".join(_run_said(r) for r in unfinished) + ".")
+    failed = an.rows("SELECT run_id, count(*) AS n FROM retrieval_error GROUP BY run_id ORDER BY run_id")
+    for section in sections:
+        if section.id == "retrieval" and failed:  # errors are not misses: left out of the means, and said so
+            section.note += " Questions that could not be ranked (errors, left out of the means): " + ", ".join(
+                f"run {r['run_id']}: {r['n']}" for r in failed) + "."
     funnel = _funnel(an)
     if funnel is not None:
         sections.append(funnel)
