@@ -1,19 +1,108 @@
-"""What every command module shares: the consoles and the project's settings."""
+"""What every command module shares: the consoles, the project's settings, JSON output and progress.
+
+Output goes where a script expects it: results (tables, or JSON with ``--json``) on stdout; progress
+bars, warnings and logs on stderr, so ``playlisteval index --json | jq`` reads clean JSON.
+"""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
+import structlog
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from playlisteval.config import Settings, load_settings
 
 console = Console()
 err_console = Console(stderr=True)
+log = structlog.get_logger("playlisteval.progress")
+
+#: update(task, done, total): what a long step calls as its units of work finish
+Update = Callable[[str, int, int], None]
 
 
 def settings_of(ctx: click.Context) -> Settings:
     """The settings of the project chosen with --project (or found from the working directory)."""
     obj: dict[str, Any] = ctx.find_root().obj or {}
     return load_settings(obj.get("project"))
+
+
+def emit_json(data: Any) -> None:
+    """One JSON document on stdout (the shapes are in README "Output as JSON")."""
+    click.echo(json.dumps(data, default=str, ensure_ascii=False))
+
+
+class _Rate(ProgressColumn):
+    """Units per second (per minute when slower than one a second)."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if not speed:
+            return Text(f"– {self.unit}/s", style="progress.data.speed")
+        shown = f"{speed:.1f} {self.unit}/s" if speed >= 1 else f"{speed * 60:.1f} {self.unit}/min"
+        return Text(shown, style="progress.data.speed")
+
+
+class StepProgress:
+    """Progress of a long step, one task per name: a Rich bar with rate and ETA when stderr is a terminal;
+    otherwise one structured log line each time a task moves (``playlisteval -v``, or
+    PLAYLISTEVAL_LOG_JSON=1 for JSON lines), so piped output carries no bar."""
+
+    def __init__(self, step: str, unit: str, *, enabled: bool = True) -> None:
+        self.step, self.unit = step, unit
+        self.terminal = enabled and err_console.is_terminal
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(unit),
+                            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                            console=err_console, transient=True, disable=not self.terminal)
+        self._tasks: dict[str, Any] = {}
+        self._seen: dict[str, tuple[int, float, int]] = {}  # task → (last done, started at, done at start)
+
+    def update(self, task: str, done: int, total: int) -> None:
+        if self.terminal:
+            if task not in self._tasks:
+                self._tasks[task] = self.bar.add_task(task, total=total)
+            self.bar.update(self._tasks[task], completed=done, total=total)
+            return
+        last, started, first = self._seen.get(task, (-1, time.monotonic(), done))
+        if done == last:
+            return
+        self._seen[task] = (done, started, first)
+        elapsed = time.monotonic() - started
+        rate = (done - first) / elapsed if elapsed > 0 and done > first else None
+        eta = round((total - done) / rate, 1) if rate else None
+        log.info("progress", step=self.step, task=task, done=done, total=total, unit=self.unit,
+                 rate_per_s=round(rate, 3) if rate else None, eta_s=eta)
+
+    def __enter__(self) -> StepProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+
+@contextmanager
+def progress_bar(step: str, unit: str, *, enabled: bool = True) -> Iterator[Update]:
+    """``with progress_bar("index", "chunks") as update: … update(task, done, total)``; see StepProgress."""
+    with StepProgress(step, unit, enabled=enabled) as progress:
+        yield progress.update

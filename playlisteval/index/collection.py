@@ -3,8 +3,10 @@
 Incremental by construction: a (playlist, path) already in the store is left alone, so adding the
 same folder twice changes nothing. Files that cannot be used are reported with a reason and skipped
 (A2); one that exists but is unusable is recorded with status "skipped", so that re-adding it after a
-repair probes it again. Probing and hashing happen outside any transaction; each playlist's rows are
-written in one short transaction.
+repair probes it again. A file whose content (SHA-256) is already in the collection under another
+domain, playlist or path — the same folder added under a second domain name, a parent folder — is
+reported and not added, unless duplicates are allowed. Probing and hashing happen outside any
+transaction; each playlist's rows are written in one short transaction.
 """
 
 from __future__ import annotations
@@ -36,18 +38,36 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True)
+class SameContent:
+    """A file whose content the collection already holds as ``existing`` ("domain/playlist/path")."""
+
+    path: str
+    existing: str
+    added: bool  # added anyway (duplicates allowed)
+
+
 @dataclass
 class AddReport:
     added: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     playlists: list[str] = field(default_factory=list)  # "domain/playlist", each once
+    duplicates: list[SameContent] = field(default_factory=list)
 
     def summary(self) -> str:
+        refused = sum(1 for d in self.duplicates if not d.added)
         return (
             f"{len(self.added)} added, {len(self.unchanged)} already present, "
-            f"{len(self.skipped)} skipped, in {len(self.playlists)} playlist(s)"
+            f"{len(self.skipped)} skipped, " + (f"{refused} not added (same content already in the collection), "
+                                                if refused else "") + f"in {len(self.playlists)} playlist(s)"
         )
+
+    def as_dict(self) -> dict[str, object]:
+        return {"added": self.added, "unchanged": self.unchanged,
+                "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+                "duplicates": [{"path": d.path, "existing": d.existing, "added": d.added} for d in self.duplicates],
+                "playlists": self.playlists}
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:
@@ -131,6 +151,44 @@ def _check(entry: Entry) -> _Checked:
     return checked
 
 
+def _same_content(engine: Engine, hashes: list[str]) -> dict[str, list[tuple[str, str, str]]]:
+    """sha256 → [(domain, playlist, path)] of the videos already stored with that content."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    with Session(engine) as session:
+        for start in range(0, len(hashes), 500):
+            rows = session.exec(
+                select(Video.sha256, Domain.name, Playlist.name, Video.path)
+                .join(Playlist, Playlist.id == Video.playlist_id)  # type: ignore[arg-type]
+                .join(Domain, Domain.id == Playlist.domain_id)  # type: ignore[arg-type]
+                .where(Video.sha256.in_(hashes[start:start + 500]))  # type: ignore[union-attr]
+                .order_by(Video.id)  # type: ignore[arg-type]
+            ).all()
+            for sha, domain, playlist, path in rows:
+                found.setdefault(str(sha), []).append((domain, playlist, path))
+    return found
+
+
+def _refuse_same_content(engine: Engine, domain: str, playlist: str, checked: list[_Checked],
+                         seen: dict[str, tuple[str, str, str]], report: AddReport, allow: bool) -> list[_Checked]:
+    """``checked`` less the files whose content is in the collection (or earlier in this add) elsewhere."""
+    stored = _same_content(engine, sorted({c.sha256 for c in checked if c.sha256}))
+    kept: list[_Checked] = []
+    for item in checked:
+        here = (domain, playlist, item.path)
+        if item.sha256:
+            elsewhere = [w for w in stored.get(item.sha256, []) if w != here]
+            if item.sha256 in seen and seen[item.sha256] != here:
+                elsewhere.append(seen[item.sha256])
+            if elsewhere:
+                d, p, path = elsewhere[0]
+                report.duplicates.append(SameContent(item.path, f"{d}/{p}/{path}", allow))
+                if not allow:
+                    continue
+            seen.setdefault(item.sha256, here)
+        kept.append(item)
+    return kept
+
+
 def _get_or_create(session: Session, domain: str, playlist: str, source: str | None) -> Playlist:
     dom = session.exec(select(Domain).where(Domain.name == domain)).first()
     if dom is None:
@@ -198,13 +256,14 @@ def _source_dir(group: list[Entry]) -> Path:
 
 
 def _add_entries(engine: Engine, entries: list[Entry], report: AddReport, *, by_name: bool,
-                 source: str | None = None) -> AddReport:
+                 source: str | None = None, allow_duplicate: bool = False) -> AddReport:
     groups: dict[tuple[str, str], list[Entry]] = {}
     for entry in entries:
         if entry.path is None:
             report.skipped.append(Skipped(entry.url or entry.title, "no local file (url only)"))
             continue
         groups.setdefault((entry.domain, entry.playlist), []).append(entry)
+    seen: dict[str, tuple[str, str, str]] = {}  # sha256 → where this add put it first
     for (domain, playlist), group in groups.items():
         existing = _existing(engine, domain, playlist)
         checked: list[_Checked] = []
@@ -218,9 +277,12 @@ def _add_entries(engine: Engine, entries: list[Entry], report: AddReport, *, by_
             checked.append(item)
             if item.info is None:
                 report.skipped.append(Skipped(item.path, item.reason or "unusable"))
+        kept = _refuse_same_content(engine, domain, playlist, checked, seen, report, allow_duplicate)
+        refused = {c.path for c in checked} - {c.path for c in kept}
         # a missing file or a non-video has nothing to record; a broken video is recorded as skipped
-        storable = [c for c in checked if c.info is not None or _looks_like_video(Path(c.path))]
-        explicit = {str(e.path.resolve()): e.position for e in group if e.path and e.position is not None}
+        storable = [c for c in kept if c.info is not None or _looks_like_video(Path(c.path))]
+        explicit = {str(e.path.resolve()): e.position for e in group
+                    if e.path and e.position is not None and str(e.path.resolve()) not in refused}
         if not storable and not explicit:
             continue
         with transaction(engine) as session:
@@ -240,14 +302,16 @@ def _add_entries(engine: Engine, entries: list[Entry], report: AddReport, *, by_
     return report
 
 
-def add_paths(engine: Engine, domain: str, paths: list[Path]) -> AddReport:
+def add_paths(engine: Engine, domain: str, paths: list[Path], *, allow_duplicate: bool = False) -> AddReport:
     """Add folders (each a playlist; videos by name, then by episode number) and single files."""
     report = AddReport()
-    return _add_entries(engine, _path_entries(domain, paths, report), report, by_name=True)
+    return _add_entries(engine, _path_entries(domain, paths, report), report, by_name=True,
+                        allow_duplicate=allow_duplicate)
 
 
-def add_manifest(engine: Engine, file: str | Path) -> AddReport:
+def add_manifest(engine: Engine, file: str | Path, *, allow_duplicate: bool = False) -> AddReport:
     """Add the rows of a CSV/JSON manifest (domain, playlist, title, path, optional url and position)."""
     file = Path(file).resolve()
     report = AddReport()
-    return _add_entries(engine, read_manifest(file), report, by_name=False, source=str(file))
+    return _add_entries(engine, read_manifest(file), report, by_name=False, source=str(file),
+                        allow_duplicate=allow_duplicate)
