@@ -17,7 +17,7 @@ from playlisteval.errors import ConfigError
 from playlisteval.gates.preflight import preflight
 from playlisteval.models.batch_run import open_batches
 from playlisteval.models.preflight import check_build
-from playlisteval.models.runner import BUDGET_KEY, PAUSED_KEY, budget_usd, spent_usd
+from playlisteval.models.runner import BUDGET_KEY, PAUSED_KEY, budget_usd, spend
 from playlisteval.models.simulated import is_simulated
 from playlisteval.state import State
 from playlisteval.store import items, open_store, transaction
@@ -113,7 +113,7 @@ class Status:
     states: dict[str, int]
     phase1_attempts: int
     phase2_attempts: int
-    spent_usd: float
+    spent_usd: float  # shown: paid + open reservations (the two below)
     budget_usd: float
     paused: str | None
     calls: int
@@ -123,6 +123,9 @@ class Status:
     rejections: dict[str, int] = field(default_factory=dict)
     simulated: bool = False  # built by the sim world: its numbers exercise the machinery only
     batches: list[dict[str, object]] = field(default_factory=list)  # open batches (issue 15): models/batch_run.py
+    paid_usd: float = 0.0  # what finished calls cost
+    reserved_usd: float = 0.0  # open reservations: calls in flight now, at their estimate
+    interrupted_usd: float = 0.0  # calls cut short by a dead worker, cost unknown: at their estimate
 
     @property
     def items(self) -> int:
@@ -150,9 +153,11 @@ def status(settings: Settings) -> Status:
         budget = budget_usd(s, settings)
         paused_row = s.get(KeyValue, PAUSED_KEY)
         paused = paused_row.value if paused_row else None
+    money = spend(engine)
     return Status(
         seeds=int(seeds), states=items.counts(engine), phase1_attempts=int(p1), phase2_attempts=int(p2),
-        spent_usd=spent_usd(engine), budget_usd=budget, paused=paused, calls=int(calls),
+        spent_usd=money.shown, paid_usd=money.paid, reserved_usd=money.reserved,
+        interrupted_usd=money.interrupted, budget_usd=budget, paused=paused, calls=int(calls),
         cache_hits=int(hits), tokens=int(tokens), failures=failures, rejections=rejections,
         simulated=is_simulated(engine, "build"),
         batches=[vars(b) for b in open_batches(engine)],

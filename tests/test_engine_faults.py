@@ -270,3 +270,79 @@ def test_redis_killed_and_restarted_empty_mid_build_every_item_finishes_unaided(
     counts = items.counts(engine)
     assert "failed" not in counts and sum(counts.values()) == 8, counts
     assert paid_twice(engine) == []
+
+
+# -- defect 8: money under faults ----------------------------------------------------------------
+ASK = textwrap.dedent("""
+    from playlisteval.config import load_settings
+    from playlisteval.models.request import ModelRequest, TextPart
+    from playlisteval.models.runner import Runner
+    from playlisteval.store import open_store
+
+    settings = load_settings()
+    Runner(settings, open_store(settings), worker="doomed").call(ModelRequest(
+        role="C2_transcript_answer", parts=[TextPart(text="What colour is the sign?")], response_schema="TextAnswer"))
+""")
+
+
+def ask_request() -> Any:
+    from playlisteval.models.request import ModelRequest, TextPart
+
+    return ModelRequest(role="C2_transcript_answer", parts=[TextPart(text="What colour is the sign?")],
+                        response_schema="TextAnswer")
+
+
+def ledger_rows(engine: Engine) -> list[Any]:
+    with engine.connect() as conn:
+        return list(conn.execute(text("SELECT status, cache_hit, usd, estimated_usd, error FROM model_call "
+                                      "ORDER BY id")))
+
+
+@pytest.mark.slow
+def test_a_kill_in_the_middle_of_repairs_pays_no_try_twice_and_spend_shows_what_was_paid(tmp_path: Path) -> None:
+    from playlisteval.build import status
+    from playlisteval.models.runner import Runner
+
+    overrides: dict[str, object] = dict(sim__malformed_json=1, sim__latency_s=0.5, build__malformed_retries=2)
+    settings = project(tmp_path, **overrides)
+    engine = open_store(settings)
+    proc = subprocess.Popen([sys.executable, "-c", ASK], cwd=tmp_path, env=subprocess_env(**overrides),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:  # two malformed tries paid for, the third (the last repair) in flight
+        wait_until(lambda: [r[0] for r in ledger_rows(engine)] == ["malformed", "malformed", "in_flight"], 60,
+                   "the third try to be in flight")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    again = Runner(project(tmp_path, sim__malformed_json=1, build__malformed_retries=2), engine)
+    assert again.call(ask_request()).malformed  # asked again from the start, as a resumed step would
+    rows = ledger_rows(engine)
+    paid = [r for r in rows if r[0] == "malformed" and not r[1]]
+    assert len(paid) == 3  # the two tries before the kill were replayed from the cache, not paid again
+    assert [r[0] for r in rows if r[1]] == ["cached", "cached"]
+    assert [r[0] for r in rows].count("interrupted") == 1
+    st = status(settings)  # spend shown: what was paid (+ open reservations: none now), labelled apart
+    assert st.paid_usd == pytest.approx(sum(r[2] for r in rows)) and st.reserved_usd == 0
+    assert st.spent_usd == pytest.approx(st.paid_usd)
+    assert st.interrupted_usd == pytest.approx(sum(r[3] for r in rows if r[0] == "interrupted"))
+
+
+def test_a_call_that_finishes_after_being_marked_interrupted_stays_marked(tmp_path: Path) -> None:
+    from playlisteval.models.runner import Runner, spend
+
+    settings = project(tmp_path, sim__latency_s=1.0)
+    engine = open_store(settings)
+    slow = Runner(settings, engine, worker="slow")
+    first = threading.Thread(target=lambda: slow.call(ask_request()))
+    first.start()
+    try:  # a second worker takes the same request over while the first is still in its call
+        wait_until(lambda: [r[0] for r in ledger_rows(engine)] == ["in_flight"], 10, "the first call")
+        Runner(project(tmp_path), engine, worker="fast").call(ask_request())
+    finally:
+        first.join(timeout=30)
+    rows = ledger_rows(engine)
+    assert sorted(r[0] for r in rows) == ["interrupted", "ok"]  # never two "ok" for one request
+    (cut,) = [r for r in rows if r[0] == "interrupted"]
+    assert cut[2] > 0 and "finished after it was marked interrupted" in cut[4]  # what it cost is kept
+    money = spend(engine)
+    assert money.paid == pytest.approx(sum(r[2] for r in rows)) and money.interrupted == 0

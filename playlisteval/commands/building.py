@@ -164,7 +164,10 @@ def _status_table(st: Any) -> Table:
         table.add_row("rejections", ", ".join(f"{g}: {n}" for g, n in sorted(st.rejections.items())))
     table.add_row("model calls (cache hits)", f"{st.calls} ({st.cache_hits})")
     budget = f" of {st.budget_usd:.2f}" if st.budget_usd else ""
-    table.add_row("spend (USD)", f"{st.spent_usd:.4f}{budget}")
+    table.add_row("spend (USD): paid + open reservations",
+                  f"{st.paid_usd:.4f} + {st.reserved_usd:.4f} = {st.spent_usd:.4f}{budget}")
+    if st.interrupted_usd:
+        table.add_row("calls cut short (cost unknown, est.)", f"{st.interrupted_usd:.4f}")
     if st.paused:
         table.add_row("[yellow]paused[/]", st.paused)
     for b in st.batches:  # open batches (issue 15): `playlisteval batches` shows them in full

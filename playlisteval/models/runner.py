@@ -18,6 +18,7 @@ import re
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,26 @@ BUDGET_KEY = "budget_usd"
 PAUSED_KEY = "paused"
 _PAID_DONE = ("ok", "malformed", "error")
 _PAID_OPEN = ("in_flight", "interrupted")
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Money of one purpose. ``paid``: what finished calls cost (a call marked interrupted that finished
+    after all included, at its cost); ``reserved``: open reservations, the calls in flight now at their
+    estimate; ``interrupted``: calls cut short (their worker died) whose cost is unknown, at their estimate.
+    Shown: paid + reserved. The budget counts all three: a provider may have billed a cut-short call."""
+
+    paid: float = 0.0
+    reserved: float = 0.0
+    interrupted: float = 0.0
+
+    @property
+    def shown(self) -> float:
+        return self.paid + self.reserved
+
+    @property
+    def committed(self) -> float:
+        return self.paid + self.reserved + self.interrupted
 
 
 def fingerprint(path: str) -> str:
@@ -83,24 +104,38 @@ def extract_json(text: str) -> Any:
     return json.loads(candidate[start : end + 1])
 
 
-def _spent(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
-    """Money spent or committed: finished calls at cost, open ones at their estimate."""
-    done = session.exec(
+def spend_of(session: Any, purpose: str, exclude_hash: str | None = None) -> Spend:
+    """The purpose's ``Spend``; ``exclude_hash``: the open rows of that request are left out."""
+    paid = session.exec(
         select(func.coalesce(func.sum(ModelCall.usd), 0.0)).where(
-            ModelCall.purpose == purpose, ModelCall.status.in_(_PAID_DONE)  # type: ignore[attr-defined]
+            ModelCall.purpose == purpose, col(ModelCall.status).in_((*_PAID_DONE, "interrupted"))
         )
     ).one()
-    open_query = select(func.coalesce(func.sum(ModelCall.estimated_usd), 0.0)).where(
-        ModelCall.purpose == purpose, ModelCall.status.in_(_PAID_OPEN)  # type: ignore[attr-defined]
-    )
-    if exclude_hash is not None:
-        open_query = open_query.where(ModelCall.request_hash != exclude_hash)
-    return float(done) + float(session.exec(open_query).one())
+    opened = {}
+    for status, finished_late in (("in_flight", None), ("interrupted", False)):
+        query = select(func.coalesce(func.sum(ModelCall.estimated_usd), 0.0)).where(
+            ModelCall.purpose == purpose, ModelCall.status == status)
+        if finished_late is False:  # a cut-short call that never finished: its cost is unknown
+            query = query.where(col(ModelCall.latency_s) == 0)
+        if exclude_hash is not None:
+            query = query.where(ModelCall.request_hash != exclude_hash)
+        opened[status] = float(session.exec(query).one())
+    return Spend(paid=float(paid), reserved=opened["in_flight"], interrupted=opened["interrupted"])
+
+
+def _spent(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
+    """Money spent or committed, as the budget counts it (``Spend.committed``)."""
+    return spend_of(session, purpose, exclude_hash).committed
 
 
 def spent_usd(engine: Engine, purpose: str = "build") -> float:
     with transaction(engine) as s:
         return _spent(s, purpose)
+
+
+def spend(engine: Engine, purpose: str = "build") -> Spend:
+    with transaction(engine) as s:
+        return spend_of(s, purpose)
 
 
 class Runner:
@@ -147,52 +182,73 @@ class Runner:
         malformed_reason: str | None = None
         transient_tries = 0
         malformed_tries = 0
+        # a malformed try that is repaired is cached under a key of its own (``<key>:try<n>``): after a
+        # kill or a budget pause in the middle of repairs, the tries already paid for are replayed
+        tried = self._cached_tries(key)
         while True:
             attempt_request = request if repair_note is None else request.model_copy(
                 update={"parts": [*request.parts, TextPart(text=repair_note)]}
             )
-            estimate = pricing.usd(price, pricing.estimate_usage(attempt_request))
-            call_id = self._reserve(key, spec, request, estimate)
-            started = time.monotonic()
-            try:
-                with self.rate_limits.slot(provider_name, estimate_tokens=pricing.estimate_usage(request)):
-                    reply = provider.complete(model_name, attempt_request, schema, self.settings.runner.timeout_s)
-            except TransientModelError as exc:
-                self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
-                transient_tries += 1
-                if transient_tries >= self.settings.runner.max_attempts:
+            try_key = f"{key}:try{malformed_tries}"
+            replay = self._cached(try_key, spec, request) if try_key in tried else None
+            if replay is not None:
+                reply = ProviderReply(text=replay.text, usage=replay.usage, finish_reason=replay.finish_reason,
+                                      raw=replay.raw)
+                call_id, cost, started = int(replay.call_id or 0), 0.0, time.monotonic()
+            else:
+                estimate = pricing.usd(price, pricing.estimate_usage(attempt_request))
+                call_id = self._reserve(key, spec, request, estimate)
+                started = time.monotonic()
+                try:
+                    with self.rate_limits.slot(provider_name, estimate_tokens=pricing.estimate_usage(request)):
+                        reply = provider.complete(model_name, attempt_request, schema,
+                                                  self.settings.runner.timeout_s)
+                except TransientModelError as exc:
+                    self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
+                    transient_tries += 1
+                    if transient_tries >= self.settings.runner.max_attempts:
+                        raise
+                    self.sleep(self._backoff(transient_tries, exc.retry_after))
+                    continue
+                except (PermanentModelError, BudgetExceeded) as exc:  # BudgetExceeded: a provider's QuotaExhausted
+                    self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
                     raise
-                self.sleep(self._backoff(transient_tries, exc.retry_after))
-                continue
-            except (PermanentModelError, BudgetExceeded) as exc:  # BudgetExceeded: a provider's QuotaExhausted
-                self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
-                raise
-            except InfrastructureError as exc:  # Redis failed before the request was sent: no model error
-                self._finish(call_id, "error", Usage(), 0.0, started, error=f"not sent: {exc}")
-                raise
-            except Exception as exc:  # a provider bug is permanent for this call, and on the ledger
-                self._finish(call_id, "error", Usage(), 0.0, started, error=f"{type(exc).__name__}: {exc}")
-                raise PermanentModelError(f"{spec}: {type(exc).__name__}: {exc}") from exc
-            cost = pricing.usd(price, reply.usage)
+                except InfrastructureError as exc:  # Redis failed before the request was sent: no model error
+                    self._finish(call_id, "error", Usage(), 0.0, started, error=f"not sent: {exc}")
+                    raise
+                except Exception as exc:  # a provider bug is permanent for this call, and on the ledger
+                    self._finish(call_id, "error", Usage(), 0.0, started, error=f"{type(exc).__name__}: {exc}")
+                    raise PermanentModelError(f"{spec}: {type(exc).__name__}: {exc}") from exc
+                cost = pricing.usd(price, reply.usage)
             total = _add(total, reply.usage)
             parsed, problem = self._parse(reply, schema)
             if problem is None and validate is not None and parsed is not None:
                 problem = validate(parsed)
             if problem is None:
-                self._finish(call_id, "ok", reply.usage, cost, started)
+                if replay is None:
+                    self._finish(call_id, "ok", reply.usage, cost, started)
                 return self._store(key, spec, reply, parsed, total, call_id, None)
             malformed_tries += 1
             malformed_reason = problem
-            if malformed_tries > self.settings.build.malformed_retries:
+            if replay is None:
                 self._finish(call_id, "malformed", reply.usage, cost, started, error=problem)
+            if malformed_tries > self.settings.build.malformed_retries:
                 return self._store(key, spec, reply, None, total, call_id, malformed_reason)
-            self._finish(call_id, "malformed", reply.usage, cost, started, error=problem)
+            if replay is None:
+                self._store(try_key, spec, reply, None, reply.usage, call_id, problem)
             repair_note = (
                 "Your previous reply could not be used: "
                 f"{problem[:300]}. Reply again with only the JSON object the schema asks for."
             )
 
     # -- steps -----------------------------------------------------------------------------------
+    def _cached_tries(self, key: str) -> set[str]:
+        """The cache keys of ``key``'s repaired tries that an earlier, interrupted call stored."""
+        with transaction(self.engine) as s:
+            rows = s.exec(select(ResponseCache.request_hash).where(
+                col(ResponseCache.request_hash) > f"{key}:try", col(ResponseCache.request_hash) < f"{key}:tryz")).all()
+        return {str(r) for r in rows}
+
     def _cached(self, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
         provider, model = split_spec(spec)
         with transaction(self.engine) as s:
@@ -243,6 +299,12 @@ class Runner:
             row = s.get(ModelCall, call_id)
             if row is None:
                 return
+            if row.status == "interrupted":
+                # another worker took the step over and marked this call cut short: it stays marked, with
+                # what it cost (the call was paid twice, and the ledger says so)
+                status, error = "interrupted", f"finished after it was marked interrupted ({status})" + (
+                    f": {error}" if error else "")
+                row.estimated_usd = cost
             row.status, row.usd, row.error = status, cost, error
             row.input_tokens, row.output_tokens = usage.input_tokens, usage.output_tokens
             row.thinking_tokens, row.gpu_seconds = usage.thinking_tokens, usage.gpu_seconds
