@@ -146,7 +146,7 @@ def test_near_duplicate_video_is_dropped(tmp_path: Path) -> None:
     write_srt(show / "a original.srt", [(3, 8, PHOTO), (33, 38, ROME)])
     shutil.copy(show / "a original.mp4", show / "b reupload.mp4")
     shutil.copy(show / "a original.srt", show / "b reupload.srt")
-    add_paths(engine, "Documentary", [show])
+    add_paths(engine, "Documentary", [show], allow_duplicate=True)  # `add` refuses the copy otherwise
     report = index_collection(settings, engine)
     assert [(d.similarity > 0.95) for d in report.segments.duplicates] == [True]
     with Session(engine) as s:
@@ -225,3 +225,56 @@ def test_second_run_recomputes_nothing(built) -> None:  # type: ignore[no-untype
         after = [(v.id, v.content_hash, v.vector) for v in s.exec(select(ChunkVector).order_by(ChunkVector.id))]
         assert s.exec(select(Seed.id, Seed.segment1_id, Seed.segment2_id)).all() == seeds_before
     assert after == before
+
+
+def _garble(src: Path, out: Path) -> Path:
+    """The same file with every byte of its media data zeroed: it probes fine, no frame decodes."""
+    data = bytearray(src.read_bytes())
+    start = data.find(b"mdat") + 4
+    data[start:] = bytes(len(data) - start)
+    out.write_bytes(data)
+    return out
+
+
+def test_a_video_without_audio_is_indexed_from_its_frames(tmp_path: Path) -> None:
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from playlisteval.cli import main
+    from playlisteval.config import load_settings, write_project
+    from playlisteval.synth.make import FONT
+
+    folder = tmp_path / "media" / "Reels"
+    folder.mkdir(parents=True)
+    card = (f"drawtext=fontfile='{FONT}':text='GLACIER MUSEUM':fontsize=40:fontcolor=white:"
+            "x=(w-text_w)/2:y=(h-text_h)/2")
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=0x203040:s=480x270:r=2:d=35",
+                    "-vf", card, "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags",
+                    "+faststart", str(folder / "title card.mp4")], check=True)
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=0x406080:s=320x180:r=2:d=35",
+                    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(folder / "blank.mp4")],
+                   check=True)  # no sound, nothing on screen to read
+    bare = make_video(tmp_path / "bare.mp4", 35, audio=None)
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(bare), "-c", "copy", "-movflags", "+faststart",
+                    str(tmp_path / "fast.mp4")], check=True)
+    _garble(tmp_path / "fast.mp4", folder / "garbled.mp4")  # no audio, no decodable frame
+    write_project(tmp_path)
+    (tmp_path / "playlisteval.toml").write_text((tmp_path / "playlisteval.toml").read_text().replace(
+        'embedder = "minilm"', 'embedder = "hash"'))
+    runner = CliRunner()
+    assert runner.invoke(main, ["--project", str(tmp_path), "add", "Film", str(folder)]).exit_code == 0
+    result = runner.invoke(main, ["--project", str(tmp_path), "index"])
+    out = "".join(result.output.split())  # rich wraps long lines anywhere, paths included
+    assert result.exit_code == 0, result.output
+    assert "indexed2video(s)" in out and "4chunks(transcripts:4fromnone;2withnotext)" in out
+    assert "skipped" + str(folder / "garbled.mp4").replace(" ", "") + ":cannotdecodeframes" in out
+    settings = load_settings(tmp_path)
+    engine = store(settings)
+    with Session(engine) as s:
+        statuses = {v.title: v.status for v in s.exec(select(Video)).all()}
+        assert statuses == {"title card": "indexed", "blank": "indexed", "garbled": "skipped"}
+    assert [c.ocr_text for c in _chunks(engine, "title card")] == ["GLACIER MUSEUM"] * 2
+    assert [(c.transcript, c.ocr_text) for c in _chunks(engine, "blank")] == [("", ""), ("", "")]
+    hit = search(settings, engine, "glacier museum", k=1)[0]
+    assert Path(hit.path).name == "title card.mp4"

@@ -47,7 +47,7 @@ def transcripts_for(video: Video, info: ProbeInfo, spans: Spans, cfg: IndexSetti
         except MediaError as exc:
             warnings.append(f"{video.path}: embedded subtitles unreadable ({exc.reason}); trying ASR")
     if not info.has_audio:
-        warnings.append(f"{video.path}: no audio track and no captions; indexed from its frames")
+        warnings.append(f"{video.path}: no audio track and no captions; only its frames can be indexed")
         return Transcripts(["" for _ in spans], "none", "", None, warnings)
     speech = transcribe(video.path, spans, cfg)
     return Transcripts(speech.texts, speech.source, speech.model, None, warnings + speech.warnings)

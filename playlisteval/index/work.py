@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import structlog
+from PIL import Image
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
@@ -32,7 +34,7 @@ from playlisteval.errors import ConfigError, MediaError
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.ocr import FrameTextReader, get_ocr
-from playlisteval.index.transcripts import transcripts_for
+from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
 from playlisteval.media.frames import FrameReader, frames_at, sample_times
 from playlisteval.media.probe import probe
@@ -154,16 +156,19 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
             select(Chunk, ChunkVector).join(ChunkVector, col(ChunkVector.chunk_id) == Chunk.id)
             .where(Chunk.video_id == video.id, ChunkVector.embedder == embedder.name))}
     info = probe(video.path)
+    # the transcript is made beside the frame decoding and OCR below (ASR runs in CTranslate2 or on a
+    # server, outside the GIL): on two cores a video costs the longer of the two, not their sum
+    asr_thread = ThreadPoolExecutor(1, thread_name_prefix="asr")
+    heard: Future[Transcripts] = Future()
     if outcome.full:
         spans = chunk_spans(info.duration, cfg.chunk_s, cfg.min_last_chunk_s)
-        found = transcripts_for(video, info, spans, cfg)
-        texts, source, model, captions = found.texts, found.source, found.model, found.captions_path
-        outcome.warnings.extend(found.warnings)
+        heard = asr_thread.submit(transcripts_for, video, info, spans, cfg)
     else:
         spans = [(c.start, c.end) for c in stored]
-        texts, captions = [c.transcript for c in stored], None
         source, model = (stored[0].transcript_source, stored[0].transcript_model) if stored else ("", "")
-    outcome.chunks, outcome.transcript_source, outcome.transcript_model = len(spans), source, model
+        heard.set_result(Transcripts([c.transcript for c in stored], source, model))
+    outcome.chunks = len(spans)
+    texts: list[str] = []
     with_frames = needs_frames(embedder) or (outcome.full and ocr is not None)
     if outcome.full and not info.has_audio and not with_frames and spans:
         # nothing else will look at the frames: make sure there are some (SPEC A2: a file with neither
@@ -183,6 +188,7 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     hashes: list[str] = ["" for _ in spans]
     vectors: dict[int, np.ndarray] = {}
     window = max(1, cfg.vl_batch) if needs_frames(embedder) else _TEXT_WINDOW
+    kept: dict[int, list[Image.Image]] = {}  # frames of this window, for an embedder that reads them
     try:
         for first in range(0, len(spans), window):
             idxs = list(range(first, min(first + window, len(spans))))
@@ -192,10 +198,15 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                 outcome.frames += len(frames)
                 if texter is not None:
                     ocr_texts[i] = texter.chunk_text(frames)
+                if needs_frames(embedder):
+                    kept[i] = frames
+            texts = texts or _heard(heard, outcome)
+            for i in idxs:
                 lines = [line for line in ocr_texts[i].split("\n") if line.strip()]
                 hashes[i] = content_hash(_chunk_text(texts[i], ocr_texts[i]), rec)
                 if have.get(i) != hashes[i]:
-                    inputs[i] = ChunkInput(texts[i], lines, frames if needs_frames(embedder) else [])
+                    inputs[i] = ChunkInput(texts[i], lines, kept.pop(i, []))
+            kept.clear()
             if inputs:
                 rows = embed_chunks(embedder, list(inputs.values()), cfg.ocr_weight)
                 vectors.update(zip(inputs, rows, strict=True))
@@ -203,14 +214,24 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
         if reader is not None:
             outcome.decoder = reader.backend
             reader.close()
+        asr_thread.shutdown(wait=True, cancel_futures=True)
+    texts = texts or _heard(heard, outcome)
     if texter is not None:
         outcome.ocr_read, outcome.ocr_reused = texter.stats.read, texter.stats.reused
     outcome.embedded = sum(1 for v in vectors.values() if np.any(v))
     outcome.reused = len(spans) - len(vectors)
     outcome.no_text = sum(1 for t, o in zip(texts, ocr_texts, strict=True) if not t.strip() and not o.strip())
     outcome.seconds = round(time.monotonic() - started, 3)
-    _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, captions, info.duration,
-            outcome, worker)
+    _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, heard.result().captions_path,
+            info.duration, outcome, worker)
+
+
+def _heard(heard: Future[Transcripts], outcome: Outcome) -> list[str]:
+    """The transcripts once made (raising what making them raised), noted in the outcome."""
+    found = heard.result()
+    outcome.transcript_source, outcome.transcript_model = found.source, found.model
+    outcome.warnings.extend(found.warnings)
+    return found.texts
 
 
 def _chunk_text(transcript: str, ocr_text: str) -> str:
