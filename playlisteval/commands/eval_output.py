@@ -49,20 +49,23 @@ def judge_json(s: RunSummary, intervals: RunIntervals | None = None) -> dict[str
 
 def print_judge_table(summaries: list[RunSummary], options: JudgeOptions,
                       intervals: dict[int, RunIntervals] | None = None) -> None:
-    """The runs' accuracies, each with its 95 % interval (bootstrap over questions) when ``intervals``."""
+    """The runs' accuracies, each with its 95 % interval (bootstrap over questions) when ``intervals``:
+    a row per run, then a row per domain (rows, not columns: a panel over seven domains still fits)."""
     cis = intervals or {}
     sides = "swapped" if options.swap else "forward"
     table = Table(title=f"{options.evidence} evidence, scope {options.scope}, {options.modality}, {sides}")
-    for column in ("run", "judge", "pairs", "judged", "accuracy", "no verdict", "errors", "state"):
-        table.add_column(column, justify="left" if column in ("judge", "state") else "right")
-    domains = sorted({d for s in summaries for d in s.by_domain})
-    for d in domains:
-        table.add_column(d, justify="right")
+    for column in ("run", "judge", "domain", "judged", "accuracy", "no verdict", "errors", "state"):
+        # long names fold; numbers wrap at spaces
+        table.add_column(column, justify="left" if column in ("judge", "domain", "state") else "right",
+                         overflow="fold" if column in ("judge", "domain") else "ellipsis")
     for s in sorted(summaries, key=lambda x: (x.accuracy is None, -(x.accuracy or 0.0), x.judge)):
         overall, by_domain = cis.get(s.run_id, (None, {}))
-        table.add_row(str(s.run_id), Text(s.judge), str(s.pairs), str(s.judged),
-                      ci(overall) if overall else pct(s.accuracy), str(s.no_verdict), str(s.errors), s.state,
-                      *(ci(by_domain[d]) if by_domain.get(d) else pct(s.by_domain.get(d)) for d in domains))
+        table.add_row(str(s.run_id), Text(s.judge), "all", f"{s.judged}/{s.pairs}",
+                      ci(overall) if overall else pct(s.accuracy), str(s.no_verdict), str(s.errors), s.state)
+        for d in sorted(s.by_domain):
+            shown = by_domain.get(d)
+            table.add_row("", "", Text(d), str(shown.n) if shown else "", ci(shown) if shown else pct(s.by_domain[d]),
+                          "", "", "")
     console.print(table)
     console.print(Text("accuracy is over the judged pairs (no verdict counts 0.5); errors are not judged"
                        + ("; [95 % interval] from a bootstrap over questions" if cis else ""), style="dim"))
@@ -114,7 +117,7 @@ def print_retrieval(s: RetrievalSummary, intervals: dict[str, Any] | None = None
     table = Table(title=f"retriever {s.embedder} (run {s.run_id})")
     columns = ("questions", "errors", "segments (mean)", f"Hit_both@{s.k}", f"Hit_any@{s.k}", f"nDCG@{s.k}", "ms/query")
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", overflow="fold")
     table.add_row(str(s.questions), str(s.errors), "-" if s.mean_segments is None else f"{s.mean_segments:.0f}",
                   ci(cis["hit_both"]) if cis.get("hit_both") else pct(s.hit_both),
                   ci(cis["hit_any"]) if cis.get("hit_any") else pct(s.hit_any),
