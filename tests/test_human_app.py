@@ -25,8 +25,8 @@ from playlisteval.config import Settings
 from playlisteval.human.app import make_app
 from playlisteval.store import forget_engines, open_store
 from tests.conftest import free_port
-from tests.human_helpers import OVERRIDES, REASON, cli, study_project
 from tests.helpers import env_for
+from tests.human_helpers import OVERRIDES, REASON, cli, study_project
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_nobody_without_a_valid_token_reads_or_writes(proj: Settings) -> None:
     assert "default-src 'none'" in page.headers["content-security-policy"]
     assert page.headers["x-frame-options"] == "DENY"
     cookie = client_for(proj, None).get(f"/join/{token_of(proj, 'cookie')}", follow_redirects=False)
-    assert "httponly" in cookie.headers["set-cookie"].lower() and "samesite=strict" in cookie.headers["set-cookie"].lower()
+    flags = cookie.headers["set-cookie"].lower()
+    assert "httponly" in flags and "samesite=strict" in flags
 
 
 def test_csrf_and_the_reason_are_checked_by_the_server(proj: Settings) -> None:

@@ -48,7 +48,8 @@ def test_plan_stratifies_slots_and_attention_checks(proj: Settings) -> None:
     assert all(t.intended_slot == slot_of(proj.project.seed, t.task_key) for t in tasks)
     # proportional to the benchmark's (domain, gap) strata: gap 1 dominates, as in the benchmark
     gaps = Counter(t.gap for t in study)
-    population = Counter(r.gap for r in rows(engine, "SELECT p.gap FROM benchmark_pair b JOIN pair p ON p.id = b.pair_id"))
+    population = Counter(r.gap for r in rows(engine, "SELECT p.gap FROM benchmark_pair b "
+                                                     "JOIN pair p ON p.id = b.pair_id"))
     assert max(gaps, key=gaps.__getitem__) == max(population, key=population.__getitem__)
     out = json.loads(cli(proj, "human", "plan", "--json").output.splitlines()[-1])
     assert out["created"] is False and out["tasks"] == 12 and out["clips"]["grounded_now"] == 0

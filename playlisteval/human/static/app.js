@@ -44,7 +44,7 @@ function setUpForm() {
   const minWords = Number(form.dataset.minWords);
   const reason = document.getElementById("reason");
   const counter = document.getElementById("word-count");
-  const submit = document.getElementById("submit");
+  const submit = document.getElementById("send");
   function check() {
     const words = countWords(reason.value);
     const chosen = form.querySelector('input[name="choice"]:checked') !== null;
