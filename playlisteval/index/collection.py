@@ -4,8 +4,8 @@ Incremental by construction: a (playlist, path) already in the store is left alo
 same folder twice changes nothing. Files that cannot be used are reported with a reason and skipped
 (A2); one that exists but is unusable is recorded with status "skipped", so that re-adding it after a
 repair probes it again. A file whose content (SHA-256) is already in the collection under another
-domain, playlist or path — the same folder added under a second domain name, a parent folder — is
-reported and not added, unless duplicates are allowed. Probing and hashing happen outside any
+domain or playlist — the same folder added under a second domain name, or as part of a parent folder —
+is reported and not added, unless duplicates are allowed. Probing and hashing happen outside any
 transaction; each playlist's rows are written in one short transaction.
 """
 
@@ -176,8 +176,9 @@ def _refuse_same_content(engine: Engine, domain: str, playlist: str, checked: li
     for item in checked:
         here = (domain, playlist, item.path)
         if item.sha256:
-            elsewhere = [w for w in stored.get(item.sha256, []) if w != here]
-            if item.sha256 in seen and seen[item.sha256] != here:
+            # a copy inside the same playlist is left to the near-duplicate check of `index` (SPEC A7)
+            elsewhere = [w for w in stored.get(item.sha256, []) if w[:2] != here[:2]]
+            if item.sha256 in seen and seen[item.sha256][:2] != here[:2]:
                 elsewhere.append(seen[item.sha256])
             if elsewhere:
                 d, p, path = elsewhere[0]
