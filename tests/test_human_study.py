@@ -228,6 +228,10 @@ def test_import_then_report_agree_with_krippendorff_and_an_independent_count(pro
     assert "Krippendorff's alpha" in text_out and "simulated" in text_out
     # a rating is final: importing the same file again is refused, naming the lines
     assert "already rated" in cli(proj, "human", "import", str(good), code=1).output
+    # and the HTML report has the section (paper Table 22)
+    cli(proj, "report", str(tmp_path / "report.html"))
+    page = (tmp_path / "report.html").read_text()
+    assert "Human evaluation (paper Table 22)" in page and f"{out['alpha']:.3f}" in page
 
 
 def test_export_is_what_a_crowd_platform_hosts(proj: Settings, tmp_path: Path) -> None:

@@ -168,6 +168,14 @@ def _sweeps(an: Analytics, bench: dict[str, Any] | None) -> Section:
                    "pairs; a failed call is an error, never scored.", tables=[("", display(rows, SWEEP_COLS))])
 
 
+def _human(settings: Settings) -> Section | None:
+    """The human study (paper Table 22; playlisteval/human), when the store holds one."""
+    from playlisteval.human.report_section import html_section
+
+    section: Section | None = html_section(settings)
+    return section
+
+
 def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None) -> list[Section]:
     boot = Bootstrap.of(settings)
     sections = [rate_sections.leaderboard(an, bench, boot), rate_sections.gap(an, bench, boot),
@@ -188,6 +196,9 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
     funnel = _funnel(an)
     if funnel is not None:
         sections.append(funnel)
+    human = _human(settings)
+    if human is not None:
+        sections.append(human)
     sections.append(_hardest(an, bench, settings.analytics.report_examples))
     return sections
 
