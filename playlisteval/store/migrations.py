@@ -102,16 +102,15 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0201_judgment_errors_moved", move_error_judgments),
     ("0202_judge_run_options_hash", add_column("judge_run", "options_hash", "VARCHAR", "''")),
     ("0203_judge_run_options_stamped", stamp_options_hash),
-    # leases renewed by a heartbeat while a step runs (issue 10)
-    ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "REAL", "0")),
-    # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
-    # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
     # batch APIs (issue 15): batches and their requests; cached input and the batch of each ledger row
     ("0800_batch_tables", create_tables("model_batch", "model_batch_request")),
     ("0801_model_call_batch", add_columns("model_call", [("cached_input_tokens", "INTEGER", "0"),
                                                          ("batch_id", "INTEGER", "0")])),
     # leases renewed by a heartbeat while a step runs (issue 10)
-    ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "REAL", "0")),
+    # (DOUBLE PRECISION, not REAL: REAL is float4 on PostgreSQL, a timestamp to the nearest ~2 minutes)
+    ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "DOUBLE PRECISION", "0")),
+    # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
+    # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]
 
 
