@@ -47,6 +47,7 @@ def run_foreground(app: App, work: Iterable[tuple[int, State]],
                     on_tick()
     finally:
         worker.stop()
+        app.leases.close()  # no lease is held any more: the heartbeat thread need not wait around
         if on_tick:
             on_tick()
 
