@@ -41,6 +41,12 @@ run eval judge --judge sim/judge --evidence uniform
 run eval judge --judge sim/judge --evidence retrieved --swap
 run eval judge --judge shortcut/random --judge shortcut/longer-answer --judge shortcut/transcript-overlap
 run eval retrieve
+step "human study: pairs, evidence clips (model H), invitations, the annotation page"
+run human plan --pairs 24
+for who in ann ben cat; do "$pe" human invite "$who"; done
+# the task page as an annotator sees it (README); needs the dev extra's playwright and Debian's chromium
+"$here/.venv/bin/python" "$here/scripts/human_screenshot.py" "$demo" "$demo/human-task.png" || true
+echo "annotate: playlisteval human serve, then open an invitation link; or: playlisteval human export DIR"
 step "report"
 "$pe" report report.html
 echo
