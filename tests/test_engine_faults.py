@@ -178,6 +178,33 @@ def test_redis_killed_while_a_call_waits_for_a_slot_gives_the_item_back(tmp_path
     assert run_step(App(settings), State.PENDING, item_id) is State.QA_GENERATED
 
 
+def test_a_locked_store_under_a_step_gives_the_item_back_instead_of_failing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from playlisteval.stages import STAGES
+
+    settings = project(tmp_path, store__busy_timeout_s=0.2, **QUIET_SIM)
+    engine = seeded_store(settings, 1)
+    (item_id,) = items.create_items(engine)
+
+    def stage_meeting_a_locked_store(ctx: Any) -> Any:
+        other = sqlite3.connect(str(tmp_path / "playlisteval.db"), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock past the busy timeout
+        try:
+            with transaction(ctx.engine) as s:
+                s.execute(text("UPDATE item SET error = 'x' WHERE id = :i"), {"i": ctx.item_id})
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+
+    monkeypatch.setitem(STAGES, State.PENDING, stage_meeting_a_locked_store)
+    with pytest.raises(InfrastructureError, match="locked"):
+        run_step(App(settings), State.PENDING, item_id)
+    item = item_row(settings, item_id)
+    assert (item.state, item.error, item.lease_owner, item.claims) == ("pending", None, None, 0)
+
+
 # -- defect 6: a lease is renewed while its step runs --------------------------------------------
 def test_a_step_longer_than_its_lease_keeps_it_and_is_paid_once(tmp_path: Path) -> None:
     settings = project(tmp_path, broker__lease_s=0.6, sim__latency_s=2.0, **QUIET_SIM)
