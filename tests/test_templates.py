@@ -46,6 +46,8 @@ CONTEXTS: dict[str, dict[str, object]] = {
                              candidates=[{"text": f"CAND-{i}", "record": f"RECORD-{i}"} for i in range(4)]),
     "feedback.j2": dict(gate="C1", unusable=False),
     "g4_judge.j2": dict(question="Q-TEXT?", transcript="[Video 1 @ 0:00] SAID", answer_a=GOLD, answer_b="ANSWER-B"),
+    "h_evidence.j2": dict(question="Q-TEXT?", hop_1="HOP-ONE", hop_2="HOP-TWO",
+                          sentences=["SENTENCE-ZERO.", "SENTENCE-ONE."]),
 }
 
 # (template, SPEC id, requirement, regex on the rendered text with whitespace collapsed; case-insensitive)
@@ -196,6 +198,20 @@ REQUIREMENTS: list[tuple[str, str, str, str]] = [
     ("g4_judge.j2", "G4", "length must not count", r"nor their length may sway you"),
     ("g4_judge.j2", "G4", "position must not count", r"Neither the order in which the answers appear"),
     ("g4_judge.j2", "G4", "verdict format", r"exactly \[\[A\]\] or \[\[B\]\]"),
+    # -- H2: evidence clips of the human study ----------------------------------------------------------
+    ("h_evidence.j2", "H2", "each hop's whole video, then its transcript",
+     r"Video 1 \(hop 1\), then Transcript 1; Video 2 \(hop 2\), then Transcript 2"),
+    ("h_evidence.j2", "H2", "whole segments: the moment may be anywhere", r"relevant moment can be anywhere"),
+    ("h_evidence.j2", "H2", "M:S on each video's own clock", r"as M:S .*counted from the start of the video the range"),
+    ("h_evidence.j2", "H2", "the transcript relabelled to that clock", r"labelled \[M:S-M:S\] on that same clock"),
+    ("h_evidence.j2", "H2", "ground the two question hops", r"Hop 1: HOP-ONE Hop 2: HOP-TWO"),
+    ("h_evidence.j2", "H2", "hop 1 in video 1, hop 2 in video 2", r"A hop belongs to its own video only"),
+    ("h_evidence.j2", "H2", "every answer sentence, numbered", r"0\. SENTENCE-ZERO\. 1\. SENTENCE-ONE\."),
+    ("h_evidence.j2", "H2", "a summary sentence gets no range", r"gets an empty list of ranges"),
+    ("h_evidence.j2", "H2", "both modalities, cross-checked", r"Look at the frames.*Read the transcript.*"
+                                                              r"prefer moments where they agree"),
+    ("h_evidence.j2", "H2", "smallest ranges, concrete events", r"as short as the evidence allows.*concrete"),
+    ("h_evidence.j2", "H2", "output shape", r'"hop_groundings".*"groundings".*"sentence": 0'),
 ]
 
 
@@ -273,6 +289,9 @@ def test_sections_read_as_the_sim_reads_them() -> None:
     assert [d3[f"candidate {i}"] for i in range(1, 6)] == [f"CAND-{i}" for i in range(5)]
     d4 = sections(rendered("d4_video_rank.j2"))
     assert [d4[f"candidate {i}"] for i in range(1, 5)] == [f"CAND-{i}" for i in range(4)]
+    h = sections(rendered("h_evidence.j2"))
+    assert (h["question"], h["hop 1"], h["hop 2"]) == ("Q-TEXT?", "HOP-ONE", "HOP-TWO")
+    assert h["reference answer sentences"] == "0. SENTENCE-ZERO.\n1. SENTENCE-ONE."
     g = sections(rendered("g4_judge.j2"))
     assert "@" not in g["model a"] and g["model a"].startswith("The first moment") and g["model b"] == "ANSWER-B"
 
