@@ -164,3 +164,50 @@ def test_submissions_without_token_or_csrf_or_reason_are_refused(served: tuple[S
     assert "at least 20 are required" in page.inner_text("#error")
     assert stored(settings, "erin") == []
     context.close()
+
+
+def test_three_annotators_in_the_browser_and_an_import_give_krippendorffs_alpha(served: tuple[Settings, str],
+                                                                              browser: Any, tmp_path: Path) -> None:
+    """Done-when of issue 12: invite ×3, annotate through the browser, import a generated CSV, report."""
+    import csv
+    import json
+
+    import krippendorff
+    import numpy as np
+
+    settings, base = served
+    for name in ("ann", "ben", "cat"):
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{base}/join/{invite(settings, name)}")
+        page.check("input[name=choice][value=A]")
+        page.fill("#reason", REASON)
+        with page.expect_navigation():
+            page.click("#send")
+        context.close()
+    with open_store(settings).connect() as conn:
+        tasks = conn.execute(text("SELECT id, intended_slot FROM human_task ORDER BY id")).all()
+    path = tmp_path / "crowd.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["task_id", "annotator", "choice", "reason"])
+        for i, (task_id, slot) in enumerate(tasks):
+            for j in range(3):
+                writer.writerow([task_id, f"crowd{j}", slot if (i + j) % 4 else "AB"[slot == "A"], REASON])
+    cli(settings, "human", "import", str(path))
+    out = json.loads(cli(settings, "human", "report", "--json").output)
+    with open_store(settings).connect() as conn:
+        rated = conn.execute(text("SELECT r.task_id, r.annotator, r.choice, t.intended_slot, t.attention_check "
+                                  "FROM human_rating r JOIN human_task t ON t.id = r.task_id")).all()
+    failed = {r.annotator for r in rated if r.attention_check and r.choice != r.intended_slot}
+    valid = [r for r in rated if r.annotator not in failed and not r.attention_check]
+    assert {"ann", "ben", "cat"} & {r.annotator for r in rated} == {"ann", "ben", "cat"}
+    who = sorted({r.annotator for r in valid})
+    units = sorted({r.task_id for r in valid})
+    matrix = np.full((len(who), len(units)), np.nan)
+    for r in valid:
+        matrix[who.index(r.annotator), units.index(r.task_id)] = 0.0 if r.choice == "A" else 1.0
+    assert out["alpha"] == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"),
+                                         abs=1e-9)
+    assert out["n_ratings"] == len(valid)
+    assert out["agree_with_intended"] == pytest.approx(sum(r.choice == r.intended_slot for r in valid) / len(valid))
