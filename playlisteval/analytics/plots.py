@@ -92,6 +92,7 @@ def lines(xs: Sequence[str], series: Mapping[str, Sequence[Value]], *, xlabel: s
                             yerr=[[p[2][0] for p in points], [p[2][1] for p in points]], marker="o", label=name,
                             capsize=2, elinewidth=0.8, clip_on=False)
         ax.set_xticks(range(len(xs)), list(xs))
+        ax.set_xlim(-0.5, len(xs) - 0.5)  # a single x value stays a point, not a spread of nudged series
         ax.set_xlabel(xlabel)
         _percent_axis(ax, ylabel)
         ax.set_title(title)
