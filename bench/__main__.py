@@ -4,13 +4,18 @@
     python -m bench index [options]       the same
     python -m bench retrieval [options]   HNSW vs exact search: p50 latency, recall@64 (bench/retrieval_speed.py)
     python -m bench report [options]      the analytics report over 1M judgments vs pandas (bench/report_speed.py)
+    python -m bench batch [options]       P5: $ per accepted question and per judged pair, online vs batch
+                                          (bench/batch_cost.py)
+    python -m bench speech [options]      ASR word error rate and speed per backend; a narrated 720p video
+                                          indexed; spoken-sentence search; cold `search` (bench/speech.py)
 
 ``python -m bench NAME --help`` lists each one's options.
 """
 import sys
 from importlib import import_module
 
-MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "report": "bench.report_speed"}
+MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "report": "bench.report_speed",
+           "batch": "bench.batch_cost", "speech": "bench.speech"}
 
 args = sys.argv[1:]
 name = args.pop(0) if args and args[0] in MODULES else "index"  # no name (or only options): the index benchmark

@@ -10,6 +10,7 @@ from sqlmodel import col, select
 
 from playlisteval.actors import App
 from playlisteval.actors.step import limits_for
+from playlisteval.batch_build import run_build
 from playlisteval.bounded import bounds_of, create_items
 from playlisteval.broker import is_redis
 from playlisteval.config import Settings
@@ -22,7 +23,7 @@ from playlisteval.models.simulated import is_simulated
 from playlisteval.state import State
 from playlisteval.store import items, open_store, transaction
 from playlisteval.store.tables import GateResult, Item, KeyValue, ModelCall, Seed
-from playlisteval.workers import enqueue_all, run_foreground
+from playlisteval.workers import enqueue_all
 
 
 @dataclass
@@ -77,7 +78,7 @@ def build(settings: Settings, budget: float | None = None, on_tick: Callable[[],
         work += [(i, st) for i, st in items.resumable(app.engine) if i not in seen]
         total_created, processed = len(created), len(work)
         while work:
-            run_foreground(app, work, on_tick)
+            run_build(app, work, on_tick)  # in rounds around batches when build roles go by batch
             if not bounds.target_per_domain or _paused(app):
                 break
             more = create_items(app.engine, bounds, settings.project.seed)
@@ -94,7 +95,7 @@ def resume(settings: Settings, budget: float | None = None, on_tick: Callable[[]
     app = app or App(settings)
     work = items.resumable(app.engine)
     if not is_redis(settings.broker.url):
-        run_foreground(app, work, on_tick)
+        run_build(app, work, on_tick)  # open batches are picked up: items waiting on them move on
         return BuildOutcome(0, len(work), True)
     return BuildOutcome(0, enqueue_all(app, work), False)
 

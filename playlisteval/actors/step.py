@@ -12,6 +12,7 @@ import structlog
 from playlisteval.actors.app import App
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError, as_infrastructure
+from playlisteval.models.batch import Deferred
 from playlisteval.models.runner import PAUSED_KEY
 from playlisteval.stages import STAGES, StepContext, faults
 from playlisteval.state import WORKING, Event, Limits, State
@@ -53,6 +54,10 @@ def run_step(app: App, state: State, item_id: int) -> State | None:
         raise  # dramatiq retries the message with backoff; `resume` covers what it gives up on
     except CheckerFault as fault:
         return _checker_fault(app, claim, state, limits, fault)
+    except Deferred:  # a request of a batched role waits for its batch (issue 15): the item waits, unmoved
+        items.release(app.engine, claim)
+        log.debug("step.deferred", item=item_id, state=state.value)
+        return None
     except Exception as exc:  # permanent: the item fails with the error kept; retry-failed resumes it
         infra = as_infrastructure(exc)
         if infra is not None:  # Redis or the store, not the item: give it back, dramatiq retries the step

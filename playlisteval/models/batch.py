@@ -23,10 +23,8 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
 import structlog
-from pydantic import ValidationError
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -37,8 +35,8 @@ from playlisteval.errors import BudgetExceeded, ModelError, TransientModelError
 from playlisteval.models import pricing
 from playlisteval.models.batch_api import FINAL, Backends, Encoded, Polled, Result, has_batch_api
 from playlisteval.models.registry import split_spec
-from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply
-from playlisteval.models.runner import _spent, budget_usd, extract_json
+from playlisteval.models.request import ModelRequest, ModelResponse
+from playlisteval.models.runner import Runner, _spent, budget_usd
 from playlisteval.prompts.schemas import SCHEMAS
 from playlisteval.store import transaction
 from playlisteval.store.tables import ModelBatch, ModelBatchRequest, ModelCall, ResponseCache
@@ -70,9 +68,10 @@ class Collector:
         return (request.role in self.roles and has_batch_api(split_spec(spec)[0])
                 and pricing.batchable(self.settings.price_for(spec)))
 
-    def defer(self, key: str, spec: str, request: ModelRequest) -> None:
-        """Raise Deferred while ``request`` is (now) queued or in a live batch; return when it must go
-        online: not a batched role, or a batch already had it and gave no usable answer."""
+    def defer(self, key: str, spec: str, request: ModelRequest, checked: bool = False) -> None:
+        """Raise Deferred while ``request`` is (now) queued or in a live batch; return when it goes to the
+        runner's online path: not a batched role, or a batch has settled it — its reply then waits in the
+        cache as the first try when it was malformed or ``checked`` (a semantic check the runner runs)."""
         if not self.wants(spec, request):
             return
         try:
@@ -82,7 +81,8 @@ class Collector:
                     if rows:
                         return  # a batch settled it without an answer in the cache: ask online
                     s.add(ModelBatchRequest(request_hash=key, live_hash=key, spec=spec, role=request.role,
-                                            purpose=request.purpose, request=request.model_dump(mode="json")))
+                                            purpose=request.purpose, request=request.model_dump(mode="json"),
+                                            checked=checked))
         except IntegrityError:
             pass  # another worker queued it at the same moment: it is live either way
         self.deferred += 1
@@ -285,23 +285,14 @@ def _store_all(settings: Settings, engine: Engine, batch: ModelBatch, polled: Po
     return stored
 
 
-def _parse(reply: ProviderReply, request: ModelRequest) -> tuple[dict[str, Any] | None, str | None]:
-    """The runner's parse of a reply (``Runner._parse``): schema-valid JSON, or the problem."""
-    if not request.response_schema:
-        return None, None
-    try:
-        return SCHEMAS[request.response_schema].model_validate(extract_json(reply.text)).model_dump(), None
-    except (ValueError, ValidationError) as exc:
-        return None, f"{type(exc).__name__}: {str(exc)[:400]}"
-
-
 def store_result(settings: Settings, engine: Engine, batch: ModelBatch, result: Result, request: ModelRequest,
                  now: float) -> bool:
     """One answer (or one request's failure) in one transaction: the ledger row, the response cache,
     the request's state. False when it was already stored (a poll after a crash sees it again)."""
     spec = f"{batch.provider}/{batch.model}"
     reply = result.reply
-    parsed, problem = (None, result.error or "no answer") if reply is None else _parse(reply, request)
+    schema = SCHEMAS[request.response_schema] if request.response_schema else None
+    parsed, problem = (None, result.error or "no answer") if reply is None else Runner._parse(reply, schema)
     with transaction(engine) as s:
         row = s.exec(select(ModelBatchRequest).where(ModelBatchRequest.live_hash == result.key,
                                                      ModelBatchRequest.batch_id == batch.id)).first()
@@ -321,12 +312,19 @@ def store_result(settings: Settings, engine: Engine, batch: ModelBatch, result: 
                                                                                 u.thinking_tokens)
                 call.cached_input_tokens, call.gpu_seconds = u.cached_input_tokens, u.gpu_seconds
             s.add(call)
-        if reply is not None and problem is None and s.get(ResponseCache, result.key) is None:
-            # exactly what the runner caches for an online answer (Runner._store)
+        if reply is not None:
+            # exactly what the runner caches online (Runner._store): a usable answer under the request's
+            # hash; a malformed one, or any answer a semantic check still has to pass, as the request's
+            # first try (``<hash>:try0``), which the runner replays — checked, and repaired (by the next
+            # batch) with the same note and the same next request as online
+            is_try = ":try" in result.key  # a repair (``<hash>:try<n>``) is cached as that try, whatever it says
+            cache_key = result.key if is_try or (problem is None and not row.checked) else f"{result.key}:try0"
             response = ModelResponse(text=reply.text, parsed=parsed, usage=reply.usage,
-                                     finish_reason=reply.finish_reason, raw=reply.raw)
-            s.add(ResponseCache(request_hash=result.key, provider=batch.provider, model=batch.model,
-                                response=response.model_dump(exclude={"call_id", "cached", "usd"})))
+                                     finish_reason=reply.finish_reason, raw=reply.raw,
+                                     malformed=problem is not None, malformed_reason=problem)
+            if s.get(ResponseCache, cache_key) is None:
+                s.add(ResponseCache(request_hash=cache_key, provider=batch.provider, model=batch.model,
+                                    response=response.model_dump(exclude={"call_id", "cached", "usd"})))
         row.state = "done" if problem is None else "failed"
         row.error = "" if problem is None else (problem if reply is not None else result.error)[:1000]
         row.live_hash, row.finished_at = None, now

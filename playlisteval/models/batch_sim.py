@@ -3,8 +3,9 @@
 SIMULATED, like everything `sim` does: a "batch" is a JSON file under the project's ``.sim_batches/``
 named by its marker (so ``find`` works as a provider's would after a crash), and polling it answers
 every request with ``SimProvider.complete`` — the same answer an online call gets, since sim answers are
-a function of the request. A sim fault (a drawn 429, a refusal) becomes that request's failure, which
-sends it back to the online path as a real batch's failure would.
+a function of the request. A drawn 429 is drawn again (a batch service retries its own rate limits);
+any other sim error becomes that request's failure, which sends it back to the online path as a real
+batch's failure would.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from playlisteval.config import Settings
-from playlisteval.errors import ModelError, PermanentModelError
+from playlisteval.errors import ModelError, PermanentModelError, TransientModelError
 from playlisteval.models.batch_api import COMPLETED, Encoded, Polled, Result
-from playlisteval.models.request import ModelRequest
+from playlisteval.models.request import ModelRequest, ProviderReply
 from playlisteval.models.sim import SimProvider
 from playlisteval.prompts.schemas import SCHEMAS
 
@@ -66,9 +68,20 @@ class SimBatch:
             request = requests[key]
             schema = SCHEMAS[request.response_schema] if request.response_schema else None
             try:
-                reply = self.provider.complete(sent["model"], request, schema, self.settings.runner.timeout_s)
+                reply = self._answer(sent["model"], request, schema)
             except ModelError as exc:
                 results.append(Result(key, error=str(exc)))
                 continue
             results.append(Result(key, reply=reply))
         return Polled(COMPLETED, results)
+
+    def _answer(self, model: str, request: ModelRequest, schema: Any) -> ProviderReply:
+        """A batch service absorbs its own rate limits: a drawn 429 is drawn again, as many times as the
+        runner would try online; anything else is this request's failure."""
+        for tries in range(1, self.settings.runner.max_attempts + 1):
+            try:
+                return self.provider.complete(model, request, schema, self.settings.runner.timeout_s)
+            except TransientModelError:
+                if tries == self.settings.runner.max_attempts:
+                    raise
+        raise AssertionError("unreachable")

@@ -139,9 +139,10 @@ def spend(engine: Engine, purpose: str = "build") -> Spend:
 
 
 class Runner:
-    #: set by models/batch.py (``Collector.defer``): called on a cache miss; raises ``Deferred`` while the
-    #: request waits for a batch, returns when it is to be asked online
-    defer: Callable[[str, str, ModelRequest], None] | None = None
+    #: set by models/batch.py (``Collector.defer``): called on a cache miss with whether a ``validate`` check
+    #: follows; raises ``Deferred`` while the request waits for a batch, returns when it is to be asked
+    #: online (a batch's reply to a checked request waits as the request's first try, ``<key>:try0``)
+    defer: Callable[[str, str, ModelRequest, bool], None] | None = None
 
     def __init__(
         self,
@@ -172,8 +173,8 @@ class Runner:
         cached = self._cached(key, spec, request)
         if cached is not None:
             return cached
-        if self.defer is not None and validate is None:  # a semantic check needs the online repair loop
-            self.defer(key, spec, request)
+        if self.defer is not None:
+            self.defer(key, spec, request, validate is not None)
         schema = SCHEMAS[request.response_schema] if request.response_schema else None
         provider = self.registry.get(provider_name)
         price = self.settings.price_for(spec)
@@ -196,6 +197,8 @@ class Runner:
                                       raw=replay.raw)
                 call_id, cost, started = int(replay.call_id or 0), 0.0, time.monotonic()
             else:
+                if self.defer is not None and malformed_tries:  # a repair goes by batch too, as its own try
+                    self.defer(try_key, spec, attempt_request, True)
                 estimate = pricing.usd(price, pricing.estimate_usage(attempt_request))
                 call_id = self._reserve(key, spec, request, estimate)
                 started = time.monotonic()
@@ -313,7 +316,8 @@ class Runner:
             s.add(row)
             row.cached_input_tokens = usage.cached_input_tokens
 
-    def _parse(self, reply: ProviderReply, schema: Any) -> tuple[dict[str, Any] | None, str | None]:
+    @staticmethod  # models/batch.py parses a batched reply with it: a problem's words become the repair note
+    def _parse(reply: ProviderReply, schema: Any) -> tuple[dict[str, Any] | None, str | None]:
         if schema is None:
             return None, None
         try:

@@ -505,3 +505,4 @@ class ModelBatchRequest(SQLModel, table=True):
     error: str = ""
     created_at: float = Field(default_factory=now)
     finished_at: float | None = None
+    checked: bool = False  # 0802: the caller checks the reply's meaning (``validate``): its answer waits as try 0
