@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete
 
-from playlisteval.analytics import Analytics, rates, science
+from playlisteval.analytics import Analytics, rates, run_rates, science
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.cli import main
 from playlisteval.eval import runkey
@@ -86,7 +86,7 @@ def test_judge_differences_and_scope_steps_are_paired_over_shared_pairs(an: Any)
 
 def test_position_bias_and_retrieval_carry_intervals_matching_the_views(an: Any) -> None:
     analytics, fx = an
-    bias = rates.position_bias(analytics, BENCH, BOOT)
+    bias = run_rates.position_bias(analytics, BENCH, BOOT)
     assert len(bias) == 1
     row = bias[0]
     for share in ("accuracy_forward", "accuracy_reversed", "picked_a_forward", "letter_agreement", "wrong_both"):
@@ -209,3 +209,15 @@ def test_leaderboard_json_and_the_simulated_label(store: Any) -> None:
     assert json.loads(out.output)["simulated"] is False
     CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report), "-q"])
     assert 'id="simulated"' not in report.read_text()
+
+
+def test_sweeps_carry_intervals_and_a_paired_difference_to_the_main_run(an: Any) -> None:
+    analytics, fx = an
+    rows = run_rates.sweeps(analytics, BENCH, BOOT)
+    sweep = next(r for r in rows if r["run_id"] == fx.runs["alpha_sweep"])
+    assert sweep["accuracy_ci"].estimate == pytest.approx(sweep["accuracy"]) == 1.0
+    assert sweep["main_accuracy_ci"].estimate == pytest.approx(sweep["main_accuracy"]) == pytest.approx(0.625)
+    # sweep − main per pair: p1 0, p2 0 (Education), p3 +1, p4 +½ (Drama) → per question 0 and +¾:
+    # resamples 0, ¾ and ⅜ (twice) → [0, ¾]; sign flips of (0, +1.5) all reach 1.5 → p = 1
+    diff = sweep["difference_ci"]
+    assert bounds(diff) == pytest.approx((0.375, 0.0, 0.75)) and diff.p_value == pytest.approx(1.0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playlisteval.analytics import plots, rates, science
+from playlisteval.analytics import plots, rates, run_rates, science
 from playlisteval.analytics.rates import Bootstrap, Row, shown_name
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.tabular import Col, DisplayTable, Section, display, fmt
@@ -136,7 +136,7 @@ BIAS_COLS = [Col("judge_shown", "Judge"), Col("evidence", "Evidence"), Col("scop
 
 
 def bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
-    rows = shown(rates.position_bias(an, bench, boot))
+    rows = shown(run_rates.position_bias(an, bench, boot))
     section = Section("bias", "Position bias (paper Table 14)",
                       "Each judge's forward pass against the pass with the answers' sides swapped (same options), "
                       "over the pairs judged in both. Letter agreement: the same letter both times, i.e. the slot, "
@@ -186,3 +186,20 @@ def retrieval(an: Analytics, boot: Bootstrap) -> Section:
     return Section("retrieval", "Retrievers (paper Tables 2 and 15)",
                    "Gold segments' ranks among the domain's segments; chance floors of a random ranking (SPEC R3). "
                    f"{boot.label}.", tables=[("", display(rates.retrieval(an, boot), RETRIEVAL_COLS))])
+
+
+SWEEP_COLS = [Col("run_id", "Run", "int"), Col("judge_shown", "Judge"), Col("evidence", "Evidence"),
+              Col("scope", "Scope"), Col("sides", "Sides"), Col("varies", "Varies"), Col("n", "Pairs", "int"),
+              Col("errors", "Errors", "int"), Col("accuracy_ci", "Accuracy % [CI]", "ci"),
+              Col("main_accuracy_ci", "Main run % [CI]", "ci"), Col("difference_ci", "Δ pts [CI]", "cipts"),
+              Col("difference_ci", "p (Δ)", "p"), Col("status", "Status")]
+
+
+def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
+    """Runs with other options than the configured defaults (SPEC G6): only here, labelled by what they vary."""
+    rows = shown(run_rates.sweeps(an, bench, boot))
+    return Section("sweeps", "Sweeps (SPEC G6)",
+                   "Runs made with other options than the configured [eval] defaults, each labelled by what it "
+                   "changes, beside the judge's main run; they appear in no other table. Accuracy over the judged "
+                   "pairs; a failed call is an error, never scored. Δ = sweep − main run over the pairs both "
+                   f"judged, p from a paired test. {boot.label}.", tables=[("", display(rows, SWEEP_COLS))])

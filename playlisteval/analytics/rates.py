@@ -200,38 +200,6 @@ def scope_steps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, sc
     return out
 
 
-BIAS_RATES = ("accuracy_forward", "accuracy_reversed", "picked_a_forward", "picked_a_reversed", "letter_agreement",
-              "solved_both", "wrong_both", "forward_minus_reversed")
-
-
-def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
-    """The position_bias view's rows with an interval per share (``<share>_ci``) and the paired
-    ``forward_minus_reversed_ci`` (accuracy forward − reversed over the same pairs, with its p-value)."""
-    where, params = bench_filter(bench, "")
-    rows = an.rows(f"SELECT * FROM position_bias WHERE {where} ORDER BY letter_agreement, judge", params)
-    if not rows or "forward_run" not in rows[0]:
-        return rows
-    # per pair, the same shares the view averages (see 14_position_bias.sql)
-    sums = aggregate(an, f"""
-        SELECT c.forward_run, c.reversed_run, fwd.item_id,
-            fwd.score AS accuracy_forward, rev.score AS accuracy_reversed,
-            CASE WHEN fwd.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_forward,
-            CASE WHEN rev.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_reversed,
-            CASE WHEN fwd.verdict IS NOT NULL AND fwd.verdict = rev.verdict THEN 1.0 ELSE 0.0 END AS letter_agreement,
-            CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END AS solved_both,
-            CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END AS wrong_both,
-            fwd.score - rev.score AS forward_minus_reversed
-        FROM (SELECT DISTINCT forward_run, reversed_run FROM position_bias WHERE {where}) AS c
-        JOIN judgment_facts AS fwd ON fwd.run_id = c.forward_run
-        JOIN judgment_facts AS rev ON rev.run_id = c.reversed_run AND rev.pair_id = fwd.pair_id""",
-                     params, ("forward_run", "reversed_run"), boot, BIAS_RATES)
-    for r in rows:
-        group = sums.get((r["forward_run"], r["reversed_run"]))
-        for i, rate in enumerate(BIAS_RATES):
-            r[f"{rate}_ci"] = boot.interval(group, i, null=0.0 if rate == "forward_minus_reversed" else None)
-    return rows
-
-
 RETRIEVAL_RATES = ("hit_both", "hit_any", "hit_seg1", "hit_seg2", "ndcg")
 
 

@@ -1,0 +1,67 @@
+"""Rates that set one judge run against another, with intervals (issue 9): position bias (a main forward
+run against its swapped twin) and sweeps (a run with other options against the judge's main run). Both
+compare the same pairs judged twice, so their differences are paired, with a sign-flip p-value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playlisteval.analytics.rates import Bootstrap, Row, aggregate, bench_filter
+from playlisteval.analytics.runner import Analytics
+
+BIAS_RATES = ("accuracy_forward", "accuracy_reversed", "picked_a_forward", "picked_a_reversed", "letter_agreement",
+              "solved_both", "wrong_both", "forward_minus_reversed")
+
+
+def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
+    """The position_bias view's rows with an interval per share (``<share>_ci``) and the paired
+    ``forward_minus_reversed_ci`` (accuracy forward − reversed over the same pairs, with its p-value)."""
+    where, params = bench_filter(bench, "")
+    rows = an.rows(f"SELECT * FROM position_bias WHERE {where} ORDER BY letter_agreement, judge", params)
+    if not rows or "forward_run" not in rows[0]:
+        return rows
+    # per pair, the same shares the view averages (see 14_position_bias.sql)
+    sums = aggregate(an, f"""
+        SELECT c.forward_run, c.reversed_run, fwd.item_id,
+            fwd.score AS accuracy_forward, rev.score AS accuracy_reversed,
+            CASE WHEN fwd.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_forward,
+            CASE WHEN rev.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_reversed,
+            CASE WHEN fwd.verdict IS NOT NULL AND fwd.verdict = rev.verdict THEN 1.0 ELSE 0.0 END AS letter_agreement,
+            CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END AS solved_both,
+            CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END AS wrong_both,
+            fwd.score - rev.score AS forward_minus_reversed
+        FROM (SELECT DISTINCT forward_run, reversed_run FROM position_bias WHERE {where}) AS c
+        JOIN judgment_facts AS fwd ON fwd.run_id = c.forward_run
+        JOIN judgment_facts AS rev ON rev.run_id = c.reversed_run AND rev.pair_id = fwd.pair_id""",
+                     params, ("forward_run", "reversed_run"), boot, BIAS_RATES)
+    for r in rows:
+        group = sums.get((r["forward_run"], r["reversed_run"]))
+        for i, rate in enumerate(BIAS_RATES):
+            r[f"{rate}_ci"] = boot.interval(group, i, null=0.0 if rate == "forward_minus_reversed" else None)
+    return rows
+
+
+def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
+    """The judge_sweeps view's rows with ``accuracy_ci``, ``main_accuracy_ci`` and the paired
+    ``difference_ci`` (sweep − main run over the pairs both judged, with its p-value)."""
+    where, params = bench_filter(bench, "")
+    rows = an.rows(f"SELECT *, CASE WHEN swapped THEN 'swapped' ELSE 'forward' END AS sides FROM judge_sweeps "
+                   f"WHERE {where} ORDER BY judge, evidence, scope, swapped, varies, run_id", params)
+    if not rows:
+        return rows
+    runs = {r["run_id"] for r in rows} | {r["main_run_id"] for r in rows if r.get("main_run_id") is not None}
+    marks = ", ".join("?" for _ in runs)
+    single = aggregate(an, f"SELECT * FROM judgment_facts WHERE run_id IN ({marks})", sorted(runs), ("run_id",),
+                       boot)
+    paired = aggregate(an, f"""
+        SELECT c.run_id AS sweep, s.item_id, s.score - m.score AS d
+        FROM (SELECT DISTINCT run_id, main_run_id FROM judge_sweeps WHERE {where}) AS c
+        JOIN judgment_facts AS s ON s.run_id = c.run_id
+        JOIN judgment_facts AS m ON m.run_id = c.main_run_id AND m.pair_id = s.pair_id""",
+                       params, ("sweep",), boot, ("d",))
+    for r in rows:
+        r["accuracy_ci"] = boot.interval(single.get((r["run_id"],)))
+        r["main_accuracy_ci"] = boot.interval(single.get((r.get("main_run_id"),)))
+        r["difference_ci"] = boot.difference(paired.get((r["run_id"],)))
+    return rows
