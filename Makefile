@@ -1,5 +1,6 @@
 # Two commands on a fresh machine:  make demo  |  make test
 # Each installs what is missing first (Debian packages as root, then a virtualenv).
+# make install  does only that; then `. .venv/bin/activate` puts `playlisteval` on the PATH (README "Using it").
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint system venv bench clean
+.PHONY: demo test lint system venv install bench clean
 
 system:
 	@bash scripts/ensure-system.sh
@@ -21,6 +22,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 venv: $(STAMP)
+
+install: system venv
+	@echo "installed in $(VENV); put playlisteval on the PATH with:  . $(VENV)/bin/activate"
 
 demo: system venv
 	@bash scripts/demo.sh
@@ -38,4 +42,4 @@ bench: system venv
 	$(BIN)/python -m bench report
 
 clean:
-	rm -rf demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf demo myproject .pytest_cache .mypy_cache .ruff_cache

@@ -51,15 +51,12 @@ def emit_json(data: Any) -> None:
 class _Rate(ProgressColumn):
     """Units per second (per minute when slower than one a second)."""
 
-    def __init__(self, unit: str) -> None:
-        super().__init__()
-        self.unit = unit
-
     def render(self, task: Task) -> Text:
+        unit = task.fields.get("unit", "")
         speed = task.finished_speed or task.speed
         if not speed:
-            return Text(f"– {self.unit}/s", style="progress.data.speed")
-        shown = f"{speed:.1f} {self.unit}/s" if speed >= 1 else f"{speed * 60:.1f} {self.unit}/min"
+            return Text(f"– {unit}/s", style="progress.data.speed")
+        shown = f"{speed:.1f} {unit}/s" if speed >= 1 else f"{speed * 60:.1f} {unit}/min"
         return Text(shown, style="progress.data.speed")
 
 
@@ -68,19 +65,23 @@ class StepProgress:
     otherwise one structured log line each time a task moves (``playlisteval -v``, or
     PLAYLISTEVAL_LOG_JSON=1 for JSON lines), so piped output carries no bar."""
 
-    def __init__(self, step: str, unit: str, *, enabled: bool = True) -> None:
+    def __init__(self, step: str, unit: str, *, enabled: bool = True, on: Console | None = None) -> None:
+        """``unit``: what a task counts ("" when each task's name is its unit: videos, chunks, …); ``on``: the
+        console of the bar (stderr's by default; a caller that shows the bar inside its own live display
+        passes that display's console and renders ``bar`` there, without entering this)."""
         self.step, self.unit = step, unit
-        self.terminal = enabled and err_console.is_terminal
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(unit),
+        on = on or err_console
+        self.terminal = enabled and on.is_terminal
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
                             TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                            console=err_console, transient=True, disable=not self.terminal)
+                            console=on, transient=True, disable=not self.terminal)
         self._tasks: dict[str, Any] = {}
         self._seen: dict[str, tuple[int, float, int]] = {}  # task → (last done, started at, done at start)
 
     def update(self, task: str, done: int, total: int) -> None:
         if self.terminal:
             if task not in self._tasks:
-                self._tasks[task] = self.bar.add_task(task, total=total)
+                self._tasks[task] = self.bar.add_task(task, total=total, unit=self.unit or task)
             self.bar.update(self._tasks[task], completed=done, total=total)
             return
         last, started, first = self._seen.get(task, (-1, time.monotonic(), done))
@@ -90,7 +91,7 @@ class StepProgress:
         elapsed = time.monotonic() - started
         rate = (done - first) / elapsed if elapsed > 0 and done > first else None
         eta = round((total - done) / rate, 1) if rate else None
-        log.info("progress", step=self.step, task=task, done=done, total=total, unit=self.unit,
+        log.info("progress", step=self.step, task=task, done=done, total=total, unit=self.unit or task,
                  rate_per_s=round(rate, 3) if rate else None, eta_s=eta)
 
     def __enter__(self) -> StepProgress:

@@ -28,7 +28,22 @@ class _CurrentStderrHandler(logging.StreamHandler):
         pass
 
 
+def quiet_third_party_bars(verbosity: int) -> None:
+    """Third-party progress bars (transformers' "Loading weights", huggingface_hub downloads, tqdm in the
+    libraries we call) stay off unless -v: they would leak into piped output and mix with our own bars.
+    Set before those libraries are imported (they read it at import); an explicit setting is kept."""
+    if verbosity > 0:
+        return
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    if "transformers" in sys.modules:  # already imported (a long-lived process): turn its bars off too
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 def configure(verbosity: int = 0) -> None:
+    quiet_third_party_bars(verbosity)
     level = logging.WARNING - 10 * min(verbosity, 2)
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if os.environ.get("PLAYLISTEVAL_LOG_JSON")

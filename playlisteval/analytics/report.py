@@ -7,6 +7,7 @@ Judge names, questions and answers are model or user text: the template escapes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -176,13 +177,22 @@ def _human(settings: Settings) -> Section | None:
     return section
 
 
-def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None) -> list[Section]:
+def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None,
+                   progress: Callable[[str, int, int], None] | None = None) -> list[Section]:
     boot = Bootstrap.of(settings)
-    sections = [rate_sections.leaderboard(an, bench, boot), rate_sections.gap(an, bench, boot),
-                rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
-                rate_sections.bias(an, bench, boot), _sweeps(an, bench),
-                rate_sections.shortcuts(an, bench, boot), rate_sections.retrieval(an, boot), _stats(an, bench),
-                _cost(an)]
+    makers: list[Callable[[], Section]] = [
+        lambda: rate_sections.leaderboard(an, bench, boot), lambda: rate_sections.gap(an, bench, boot),
+        lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
+        lambda: rate_sections.bias(an, bench, boot), lambda: _sweeps(an, bench),
+        lambda: rate_sections.shortcuts(an, bench, boot), lambda: rate_sections.retrieval(an, boot),
+        lambda: _stats(an, bench), lambda: _cost(an)]
+    sections: list[Section] = []
+    for done, make in enumerate(makers):  # one at a time, so a bar can say how far the report is
+        if progress:
+            progress("report sections", done, len(makers))
+        sections.append(make())
+    if progress:
+        progress("report sections", len(makers), len(makers))
     unfinished = unfinished_runs(an, bench)
     for section in sections:  # a run that is not finished is never shown as a plain result (issue 9)
         if section.id in ("leaderboard", "gap", "scope", "bias") and unfinished:
@@ -219,9 +229,11 @@ def simulated_banner(an: Analytics) -> str:
     return NOTE if is_simulated(an.engine) else ""
 
 
-def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | None = None) -> list[Section]:
+def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | None = None,
+                 progress: Callable[[str, int, int], None] | None = None) -> list[Section]:
+    """``progress(task, done, total)`` is called as each section is computed (the CLI's bar)."""
     bench = choose_benchmark(an, benchmark)
-    sections = build_sections(an, settings, bench)
+    sections = build_sections(an, settings, bench, progress)
     page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None,
                   simulated=simulated_banner(an), intervals=Bootstrap.of(settings).label)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from playlisteval.cli_support import console, err_console, settings_of
+from playlisteval.cli_support import console, emit_json, err_console, progress_bar, settings_of
 
 
 def _open(ctx: click.Context, *, all_tables: bool = False) -> Any:
@@ -121,8 +121,9 @@ def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, a
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--benchmark", default=None, help="Benchmark name. Default: the one judged most recently.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the leaderboard to the terminal.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON (README, \"--json\").")
 @click.pass_context
-def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool) -> None:
+def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as_json: bool) -> None:
     """Write the analytics as one self-contained HTML page OUT, and print the leaderboard.
 
     The page holds the judge leaderboard (retrieved vs uniform evidence, per domain, judge − judge),
@@ -135,10 +136,18 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool) ->
 
     settings, an = _open(ctx)
     with an:
-        with err_console.status("rendering the report …"):
-            write_report(an, settings, out, benchmark)
+        with progress_bar("report", "sections") as update:
+            sections = write_report(an, settings, out, benchmark, progress=update)
+        bench = choose_benchmark(an, benchmark)
+        if as_json:
+            from playlisteval.models.simulated import is_simulated
+
+            emit_json({"out": str(out), "benchmark": bench["name"] if bench else None,
+                       "sections": [{"id": sec.id, "title": sec.title} for sec in sections],
+                       "simulated": is_simulated(an.engine)})
+            return
         if not quiet:
-            print_leaderboard(an, settings, choose_benchmark(an, benchmark))
+            print_leaderboard(an, settings, bench)
     if not quiet:
         _label_simulated(settings)
     console.print(f"wrote {out}")

@@ -4,24 +4,40 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 import click
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
 from playlisteval import exitcodes
-from playlisteval.cli_support import console, settings_of
+from playlisteval.cli_support import StepProgress, console, emit_json, settings_of
 from playlisteval.state import WORKING, State
 
 
-def _live_status(settings: Any) -> tuple[Live, Any]:
+def _live_status(settings: Any, as_json: bool = False) -> tuple[Any, Any]:
+    """The live status table with a bar of items settled (rate, ETA) under it; piped: one log line per item
+    settled (-v); with --json: nothing on stdout until the end."""
     from playlisteval.build import status as read_status
+    from playlisteval.state import TERMINAL
 
-    live = Live(_status_table(read_status(settings)), console=console, refresh_per_second=4, transient=False)
+    progress = StepProgress("build", "items", on=console, enabled=not as_json)
+
+    def view(st: Any) -> Any:
+        settled = sum(st.states.get(s.value, 0) for s in TERMINAL)
+        progress.update("items settled", settled, st.items)
+        return Group(_status_table(st), progress.bar) if progress.terminal else _status_table(st)
+
+    if as_json:
+        def quiet() -> None:
+            view(read_status(settings))
+        return nullcontext(), quiet
+    live = Live(view(read_status(settings)), console=console, refresh_per_second=4, transient=False)
 
     def tick() -> None:
-        live.update(_status_table(read_status(settings)))
+        live.update(view(read_status(settings)))
 
     return live, tick
 
@@ -37,8 +53,9 @@ _EXIT_HELP = "Exit status: 0 done; 1 error; 2 usage; 3 finished with failed item
 @click.option("--max-items", type=click.IntRange(min=0), default=None,
               help="Create no new item once the store holds this many (default: [build] max_items; 0 = no bound). "
                    "[build] target_accepted_per_domain and max_items_per_segment bound it further.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (README, \"--json\").")
 @click.pass_context
-def build(ctx: click.Context, budget: float | None, max_items: int | None) -> None:
+def build(ctx: click.Context, budget: float | None, max_items: int | None, as_json: bool) -> None:
     """Create an item for every seed that has none and run the items through the state machine.
 
     With the in-process broker (the default) the items run to the end here, with a live display; with
@@ -51,26 +68,27 @@ def build(ctx: click.Context, budget: float | None, max_items: int | None) -> No
 
     settings = settings_of(ctx)
     check(settings)  # a configuration that cannot run is one message, before any display or item
-    live, tick = _live_status(settings)
+    live, tick = _live_status(settings, as_json)
     with live:
         outcome = run_build(settings, budget=budget, on_tick=tick, max_items=max_items)
-    sys.exit(_after_run(settings, outcome, f"created {outcome.created} item(s)"))
+    sys.exit(_after_run(settings, outcome, f"created {outcome.created} item(s)", as_json, max_items))
 
 
 @click.command(epilog=_EXIT_HELP)
 @click.option("--budget", type=_BUDGET, default=None, help=_BUDGET_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (README, \"--json\").")
 @click.pass_context
-def resume(ctx: click.Context, budget: float | None) -> None:
+def resume(ctx: click.Context, budget: float | None, as_json: bool) -> None:
     """Re-enqueue every unfinished item whose lease has expired (after a crash, a stop or a budget pause)."""
     from playlisteval.build import check
     from playlisteval.build import resume as run_resume
 
     settings = settings_of(ctx)
     check(settings)
-    live, tick = _live_status(settings)
+    live, tick = _live_status(settings, as_json)
     with live:
         outcome = run_resume(settings, budget=budget, on_tick=tick)
-    sys.exit(_after_run(settings, outcome, "resumed"))
+    sys.exit(_after_run(settings, outcome, "resumed", as_json))
 
 
 @click.command("retry-failed", epilog=_EXIT_HELP)
@@ -97,27 +115,44 @@ def _exit_code(settings: Any) -> int:
     return exitcodes.INCOMPLETE if st.states.get(State.FAILED.value, 0) else exitcodes.DONE
 
 
-def _after_run(settings: Any, outcome: Any, what: str) -> int:
-    """Say what happened; the exit code (a build handed to Redis workers is done once enqueued)."""
+def _after_run(settings: Any, outcome: Any, what: str, as_json: bool = False, max_items: int | None = None) -> int:
+    """Say what happened (and why nothing did); the exit code (a build handed to Redis workers is done once
+    enqueued)."""
     from playlisteval.build import status as read_status
+    from playlisteval.commands.build_hints import empty_build_hint
     from playlisteval.models.simulated import is_simulated
     from playlisteval.store import open_store
 
+    st = read_status(settings)
+    code = _exit_code(settings) if outcome.foreground else exitcodes.DONE
+    simulated = is_simulated(open_store(settings), "build")
+    failed = st.states.get(State.FAILED.value, 0)
+    hint = None
+    if not outcome.enqueued:
+        hint = empty_build_hint(settings, outcome, max_items) if what != "resumed" else \
+            "nothing to resume: no item is unfinished (`playlisteval status` shows them all)"
+    if as_json:
+        emit_json({"created": outcome.created, "processed": outcome.enqueued if outcome.foreground else 0,
+                   "enqueued": 0 if outcome.foreground else outcome.enqueued, "states": st.states,
+                   "failed": failed, "paused": st.paused, "spent_usd": st.spent_usd, "simulated": simulated,
+                   "hint": hint, "exit_code": code})
+        return code
     console.print()
     if outcome.foreground:
         console.print(f"{what}; {outcome.enqueued} item(s) processed")
     else:
         console.print(f"{what}; {outcome.enqueued} item(s) enqueued for `playlisteval worker` processes")
-    st = read_status(settings)
+    if hint:
+        console.print(f"  [cyan]hint[/] {hint}", highlight=False)
     if st.paused:
         console.print(f"[yellow]paused:[/] {st.paused}\nRaise it with `playlisteval resume --budget USD`.")
-    failed = st.states.get(State.FAILED.value, 0)
     if failed:
         console.print(f"[red]{failed} item(s) failed[/]: `playlisteval status` shows why; "
                       "`playlisteval retry-failed` after fixing it")
-    if is_simulated(open_store(settings), "build"):
-        console.print("[yellow]simulated:[/] the items were built by the sim world (synthetic playlists)")
-    return _exit_code(settings) if outcome.foreground else exitcodes.DONE
+    if simulated:
+        console.print("[yellow]simulated:[/] the items were built by the sim world (synthetic playlists); "
+                      "their spend is notional")
+    return code
 
 
 @click.command()
@@ -131,6 +166,9 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
     import time
 
     from playlisteval.build import status as read_status
+    from playlisteval.commands.build_hints import status_hint
+    from playlisteval.spend_report import project_build, spend_by_purpose, spend_json
+    from playlisteval.store import open_store
 
     settings = settings_of(ctx)
     st = read_status(settings)
@@ -141,15 +179,20 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
                 st = read_status(settings)
                 live.update(_status_table(st))
         return
+    engine = open_store(settings)
+    spends, projection = spend_by_purpose(settings, engine), project_build(settings, engine)
     if as_json:
-        click.echo(json.dumps(st.__dict__, default=str))
+        click.echo(json.dumps({**st.__dict__, "spend": spend_json(spends, projection)}, default=str))
         return
-    console.print(_status_table(st))
+    console.print(_status_table(st, spends, projection))
     for item_id, error in st.failures[:10]:
         console.print(f"  [red]item {item_id} failed:[/] {error}", highlight=False)
+    hint = status_hint(settings, st)
+    if hint:
+        console.print(f"  [cyan]hint[/] {hint}", highlight=False)
 
 
-def _status_table(st: Any) -> Table:
+def _status_table(st: Any, spends: Any = None, projection: Any = None) -> Table:
     simulated = " — SIMULATED (sim world)" if st.simulated else ""
     table = Table(title=f"{st.items} item(s) from {st.seeds} seed(s){simulated}", show_header=True)
     table.add_column("state")
@@ -164,17 +207,34 @@ def _status_table(st: Any) -> Table:
         table.add_row("rejections", ", ".join(f"{g}: {n}" for g, n in sorted(st.rejections.items())))
     table.add_row("model calls (cache hits)", f"{st.calls} ({st.cache_hits})")
     budget = f" of {st.budget_usd:.2f}" if st.budget_usd else ""
-    table.add_row("spend (USD): paid + open reservations",
+    table.add_row("build spend (USD): paid + open reservations" + (", notional (sim)" if st.simulated else ""),
                   f"{st.paid_usd:.4f} + {st.reserved_usd:.4f} = {st.spent_usd:.4f}{budget}")
     if st.interrupted_usd:
         table.add_row("calls cut short (cost unknown, est.)", f"{st.interrupted_usd:.4f}")
     if st.paused:
         table.add_row("[yellow]paused[/]", st.paused)
+    if spends is not None:
+        _money_rows(table, spends, projection)
     for b in st.batches:  # open batches (issue 15): `playlisteval batches` shows them in full
         table.add_row(f"batch {b['id'] or '-'} ({b['state']})",
                       f"{b['spec']}: {b['answered']}/{b['requests']} answered, {b['age_s'] / 3600:.1f} h old, "
                       f"~{b['expected_usd']:.4f} USD")
     return table
+
+
+def _money_rows(table: Table, spends: Any, projection: Any) -> None:
+    """Spend per purpose against its budget (notional where the sim played), and the build's projection."""
+    table.add_section()
+    for p in spends:
+        if p.purpose == "build" or not p.calls and p.purpose not in ("select", "eval"):
+            continue  # the build's own row is above
+        budget = f" of {p.budget_usd:.2f}" if p.budget_usd else ""
+        table.add_row(f"{p.purpose} spend (USD)" + (", notional (sim)" if p.notional else ""),
+                      f"{p.shown_usd:.4f}{budget} ({p.calls} call(s))")
+    if projection is not None and projection.to_settle:
+        usd = f"~{projection.usd:.4f}" if projection.usd is not None else "unknown"
+        table.add_row("build to finish (USD, projected)",
+                      f"{usd} for {projection.to_settle} item(s): {projection.basis}")
 
 
 @click.command()

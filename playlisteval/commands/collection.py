@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from playlisteval.cli_support import console, err_console, settings_of
+from playlisteval.cli_support import console, emit_json, err_console, progress_bar, settings_of
 from playlisteval.errors import MediaError
 
 
@@ -45,13 +45,19 @@ def synth(out: Path, domains: int, playlists: int, videos: int, minutes: float, 
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CSV or JSON manifest: domain, playlist, title, path[, url, position].")
+@click.option("--allow-duplicate", is_flag=True,
+              help="Add files whose content is already in the collection under another domain or playlist.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was added as JSON (README, \"--json\").")
 @click.pass_context
-def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifest: Path | None) -> None:
+def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifest: Path | None,
+        allow_duplicate: bool, as_json: bool) -> None:
     """Add videos to DOMAIN: each folder is a playlist; a file joins the playlist of its folder.
 
     A PATH (or a manifest row's file) that does not exist is an error, and nothing is added. Corrupt,
-    zero-length or non-video entries are reported and skipped. Adding again changes nothing; new
-    videos are the only ones indexed next.
+    zero-length or non-video entries are reported and skipped (add them again once repaired). A file
+    whose content is already in the collection under another domain or playlist is reported and not
+    added, unless --allow-duplicate. Adding the same files again changes nothing; only new videos are
+    indexed next. `playlisteval remove` undoes an add.
     """
     from playlisteval.index.collection import add_manifest, add_paths
     from playlisteval.index.manifest import read_manifest
@@ -63,13 +69,17 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         where = f" (listed in {manifest})" if manifest is not None else ""
         raise MediaError(shown, f"no such file or folder{where}; nothing was added")
+    if manifest is None and not (domain and paths):
+        raise click.UsageError("give DOMAIN and PATH…, or --manifest FILE")
     engine = open_store(settings_of(ctx))
     if manifest is not None:
-        report = add_manifest(engine, manifest)
-    elif domain and paths:
-        report = add_paths(engine, domain, list(paths))
+        report = add_manifest(engine, manifest, allow_duplicate=allow_duplicate)
     else:
-        raise click.UsageError("give DOMAIN and PATH…, or --manifest FILE")
+        assert domain is not None
+        report = add_paths(engine, domain, list(paths), allow_duplicate=allow_duplicate)
+    if as_json:
+        emit_json(report.as_dict())
+        return
     _print_add_report(report)
 
 
@@ -77,22 +87,34 @@ def _print_add_report(report: Any) -> None:
     console.print(report.summary())
     for skipped in report.skipped:
         console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
+    refused = [d for d in report.duplicates if not d.added]
+    for dup in report.duplicates:
+        what = "added although" if dup.added else "not added:"
+        console.print(f"  [yellow]{what} already in the collection[/] {dup.path} is {dup.existing} "
+                      "(same content)", highlight=False)
+    if refused:
+        console.print("  `playlisteval add --allow-duplicate …` adds such files anyway; "
+                      "`playlisteval remove` takes back an add", highlight=False)
+    if report.added:
+        console.print("next: `playlisteval index`", highlight=False)
 
 
 @click.command()
 @click.option("--threads", type=int, help="Worker threads in this process (default: [index] threads).")
 @click.option("--embedder", help="Embedder for the chunk vectors (default: [index] embedder).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON (README, \"--json\").")
 @click.pass_context
-def index(ctx: click.Context, threads: int | None, embedder: str | None) -> None:
+def index(ctx: click.Context, threads: int | None, embedder: str | None, as_json: bool) -> None:
     """Index what is new: 30-s chunks, transcripts, on-screen text, vectors, then segments,
     near-duplicates and seeds.
 
     Each video is one message on the "index" queue. By default worker threads in this process do the
     work; with a Redis broker, `playlisteval worker` processes on other machines share it. Videos
-    already indexed are not touched again, and vectors whose content did not change are kept.
+    already indexed are not touched again, and vectors whose content did not change are kept. Videos
+    skipped for a reason other than their file (a setting, a crash) are tried again once the [index]
+    settings changed. Exit status 3 when videos failed or were left unfinished.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from playlisteval.commands.index_output import index_exit, index_json, print_index_report
     from playlisteval.index.pipeline import index_collection
     from playlisteval.store import open_store
 
@@ -102,44 +124,13 @@ def index(ctx: click.Context, threads: int | None, embedder: str | None) -> None
     if embedder:
         settings.index.embedder = embedder
     engine = open_store(settings)
-    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        tasks: dict[str, Any] = {}
-
-        def tick(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done, total=total)
-
+    with progress_bar("index", "") as tick:  # videos, chunks, then segments and seeds
         report = index_collection(settings, engine, progress=tick)
-    _print_index_report(report)
-
-
-def _print_index_report(report: Any) -> None:
-    sources = ", ".join(f"{n} from {src}" for src, n in sorted(report.transcript_sources.items())) or "none"
-    if report.no_text:  # still chunks (a visual embedder finds them), but no words to search by
-        sources += f"; {report.no_text} with no text"
-    rtf = f", {report.video_seconds / report.seconds:.1f}x real time" if report.video_seconds and report.seconds else ""
-    console.print(
-        f"indexed {report.videos_indexed} video(s) in {report.seconds:.1f}s{rtf}: {report.chunks} chunks "
-        f"(transcripts: {sources}); on-screen text: {report.ocr_read} frame(s) read, {report.ocr_reused} "
-        f"unchanged; vectors {report.embedded} computed, {report.reused} reused; "
-        f"{report.segments.segments} segment(s); seeds {report.seeds.inserted} new of {report.seeds.candidates}",
-        highlight=False,
-    )
-    for model, n in sorted(report.transcript_models.items()):
-        console.print(f"  speech recognised by {model}: {n} chunk(s)", highlight=False)
-    for dup in report.segments.duplicates:
-        console.print(f"  [yellow]near-duplicate[/] {dup}", highlight=False)
-    for skipped in report.skipped:
-        console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
-    for failed in report.failed:
-        console.print(f"  [red]failed[/] {failed.path}: {failed.reason}", highlight=False)
-    if report.unfinished:
-        console.print(f"  [yellow]not finished[/] {len(report.unfinished)} video(s) still queued or failing; "
-                      "run `playlisteval index` again (or look at the workers' logs)", highlight=False)
-    for warning in report.warnings:
-        console.print(f"  [yellow]warning[/] {warning}", highlight=False)
+    if as_json:
+        emit_json(index_json(report, engine, settings))
+    else:
+        print_index_report(report, engine, settings)
+    ctx.exit(index_exit(report))
 
 
 @click.command()
@@ -171,6 +162,10 @@ def search(ctx: click.Context, query: str, domain: str | None, k: int, embedder:
     except UnknownDomain as exc:
         raise click.BadParameter(str(exc), param_hint="--domain") from None
     hits = run_search(settings, engine, query, domain=domain, k=k, embedder=model)
+    if not hits:  # the collection has vectors, but none in this domain (its videos skipped or duplicates)
+        err_console.print(f"no chunk of domain {domain!r} is indexed with {model.name}: `playlisteval index` "
+                          "indexes new videos (`playlisteval status` and `index` say which were skipped)",
+                          highlight=False)
     floor = settings.index.search_no_match
     if hits and hits[0].score < floor:
         err_console.print(f"[yellow]warning:[/] the best score, {hits[0].score:.3f}, is below the no-match floor "
@@ -185,4 +180,58 @@ def search(ctx: click.Context, query: str, domain: str | None, k: int, embedder:
     console.print(table)
 
 
-COMMANDS = [synth, add, index, search]
+@click.command()
+@click.argument("videos", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--playlist", "playlists", multiple=True, metavar="DOMAIN/PLAYLIST", help="A playlist to remove.")
+@click.option("--domain", "domains", multiple=True, help="A domain to remove, with all its playlists.")
+@click.option("--force", is_flag=True,
+              help="Also remove accepted, selected and too-easy items built on them (with their pairs, "
+                   "benchmark entries and judgments).")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was (or would be) removed as JSON.")
+@click.pass_context
+def remove(ctx: click.Context, videos: tuple[Path, ...], playlists: tuple[str, ...], domains: tuple[str, ...],
+           force: bool, dry_run: bool, as_json: bool) -> None:
+    """Take videos out of the collection: VIDEOS (files, or folders: every video under them), --playlist
+    DOMAIN/PLAYLIST or --domain DOMAIN.
+
+    Their chunks, vectors, segments and seeds go, and so do the items built on those seeds with their
+    history (the model calls stay on the ledger: money spent stays spent). Removing accepted, selected or
+    too-easy items needs --force. Media files are never touched. Run `playlisteval index` afterwards: it
+    re-checks videos that were near-duplicates of removed ones and builds their seeds.
+    """
+    from playlisteval.index.removal import remove as run_remove
+    from playlisteval.store import open_store
+
+    if not (videos or playlists or domains):
+        raise click.UsageError("name what to remove: VIDEO files or folders, --playlist DOMAIN/PLAYLIST or --domain")
+    removal = run_remove(open_store(settings_of(ctx)), videos=list(videos), playlists=list(playlists),
+                         domains=list(domains), force=force, dry_run=dry_run)
+    if as_json:
+        emit_json(removal.as_dict())
+        return
+    verb = "would remove" if dry_run else "removed"
+    items = len(removal.items_not_started) + len(removal.items_started) + (
+        len(removal.items_protected) if force or dry_run else 0)
+    console.print(f"{verb} {len(removal.videos)} video(s): {removal.chunks} chunk(s), {removal.vectors} vector(s), "
+                  f"{removal.segments} segment(s), {removal.seeds} seed(s), {items} item(s)", highlight=False)
+    if removal.items_started:
+        console.print(f"  {len(removal.items_started)} of the items had been worked on: their history goes, their "
+                      "model calls stay on the ledger", highlight=False)
+    if removal.items_protected:
+        shown = ", ".join(f"{i} ({s})" for i, s in removal.items_protected[:10])
+        console.print(f"  [yellow]finished items[/] {shown}" + ("" if force else ": need --force"), highlight=False)
+    for name in removal.playlists:
+        console.print(f"  playlist {name} {'would be' if dry_run else 'is'} empty: removed", highlight=False)
+    for name in removal.domains:
+        console.print(f"  domain {name} {'would have' if dry_run else 'has'} no playlist left: removed",
+                      highlight=False)
+    if removal.rechecked:
+        console.print(f"  {len(removal.rechecked)} video(s) were near-duplicates of removed ones: the next "
+                      "`playlisteval index` checks them again", highlight=False)
+    if not dry_run:
+        console.print("media files were not touched; next: `playlisteval index` (segments, near-duplicates, "
+                      "seeds)", highlight=False)
+
+
+COMMANDS = [synth, add, index, search, remove]

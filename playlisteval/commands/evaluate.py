@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from playlisteval.cli_support import console, settings_of
+from playlisteval.cli_support import console, emit_json, progress_bar, settings_of
 from playlisteval.commands.eval_group import eval_group
 from playlisteval.commands.eval_output import (
     gate_exit,
@@ -32,18 +31,10 @@ from playlisteval.commands.models import batch_wanted, print_batch_report, run_m
 
 
 @contextmanager
-def _bar(enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar; ``update(stage, done, total)`` moves it (one task per stage)."""
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=False, disable=not enabled)
-    tasks: dict[str, Any] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        if stage not in tasks:
-            tasks[stage] = progress.add_task(stage, total=total)
-        progress.update(tasks[stage], completed=done, total=total)
-
-    with progress:
+def _bar(enabled: bool = True, step: str = "eval", unit: str = "pairs") -> Iterator[Any]:
+    """``update(stage, done, total)`` moves a bar per stage with rate and ETA (on stderr, when it is a
+    terminal), or logs a line per move when piped (-v): cli_support.progress_bar."""
+    with progress_bar(step, unit, enabled=enabled) as update:
         yield update
 
 
@@ -92,7 +83,7 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
     if pairs_per_domain is not None:
         settings.select.pairs_per_domain = pairs_per_domain
     weak = ("F_first", "F_second")
-    with _bar(not as_json) as update:
+    with _bar(not as_json, "select") as update:
         out, batches = run_maybe_batched(settings, weak, batch_wanted(settings, weak, use_batch), lambda runner: (
             select_benchmark(settings, name, runner=runner, progress=update)))
     print_batch_report(batches, stderr=as_json)
@@ -129,15 +120,21 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
 @click.option("--benchmark", default=None, help="Benchmark name (default: [select] benchmark).")
 @click.option("--force", is_flag=True, help="Write into OUT even when it is not empty (its files of the same "
                                             "names are overwritten).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON (README, \"--json\").")
 @click.pass_context
-def export_cmd(ctx: click.Context, out: Path, benchmark: str | None, force: bool) -> None:
+def export_cmd(ctx: click.Context, out: Path, benchmark: str | None, force: bool, as_json: bool) -> None:
     """Write the benchmark to OUT: data/test.parquet, data/test.jsonl, README.md (a dataset card with the
     SPEC F4 statistics) and stats.json. Load it with
     `datasets.load_dataset("parquet", data_files="OUT/data/test.parquet")`."""
     from playlisteval.select.export import export
 
-    report = export(settings_of(ctx), out, benchmark, force=force)
+    with progress_bar("export", "steps") as update:
+        report = export(settings_of(ctx), out, benchmark, force=force, progress=update)
     st = report.stats
+    if as_json:
+        emit_json({"out": str(out), "pairs": report.rows, "files": [str(p.relative_to(out)) for p in report.files],
+                   "stats": st.as_dict()})
+        return
     console.print(f"wrote {report.rows} pair(s) to {out}: " + ", ".join(str(p.relative_to(out)) for p in report.files))
     console.print(f"{st.sampled_after} question(s); gaps {st.pairs_by_gap}; longer answer wins "
                   f"{st.longer_answer_wins_pct}% of pairs")
@@ -171,11 +168,11 @@ _MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+a
 @click.option("--budget", type=click.FloatRange(min=0), default=None,
               help="USD judge runs' calls may spend, all runs of this store together (0 = none; "
                    "default: [eval] budget_usd).")
-@click.option("--json", "as_json", is_flag=True, help="Print each run's summary as a JSON line.")
 @click.option("--batch/--no-batch", "use_batch", default=None,
               help="Send the judges' calls through their provider's batch API (half price, answers within 24 h; "
                    "the command waits up to [batch] wait_s, and running it again collects what was still "
                    "running). Default: on when [batch] roles lists G.")
+@click.option("--json", "as_json", is_flag=True, help="Print each run's summary as a JSON line.")
 @click.pass_context
 def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None, evidence: str | None,
               scope: str | None, swap: bool, modality: str | None, frames: int | None, size: str | None,
@@ -254,7 +251,7 @@ def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None
     from playlisteval.eval.retrieval import run_retrieval
 
     settings = settings_of(ctx)
-    with _bar(not as_json) as update:
+    with _bar(not as_json, "eval retrieve", "questions") as update:
         s = run_retrieval(settings, embedder, benchmark, all_items=all_items, tick=update)
     cis = retrieval_run_intervals(settings, s.run_id)  # issue 9: every rate with its interval
     if as_json:

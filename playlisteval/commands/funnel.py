@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 from sqlalchemy import func, text
 from sqlmodel import col, select
 
@@ -139,6 +140,12 @@ def funnel_command(ctx: click.Context, as_json: bool, top: int) -> None:
         click.echo(json.dumps(data, ensure_ascii=False))
         return
     console.print(_table(data, per_accepted(settings)))
+    from playlisteval.glossary import legend  # what C1 … D4 check (README "Glossary")
+
+    console.print(Text(legend(list(data["gates"])), style="dim"))
+    if not any(g["seen"] or g["checker_faults"] for g in data["gates"].values()):
+        console.print("  hint: no gate has seen a candidate yet: `playlisteval build` runs the items through them",
+                      highlight=False)
 
 
 COMMANDS = [funnel_command]

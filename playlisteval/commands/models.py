@@ -167,8 +167,10 @@ def cost_group() -> None:
               help="Mean segment length. Default: measured from the store's seeds, else the [index] range's middle.")
 @click.option("--from-ledger/--no-from-ledger", default=True,
               help="Use mean tokens of calls already in the ledger where a role has some (default).")
+@click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON (README, \"--json\").")
 @click.pass_context
-def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | None, from_ledger: bool) -> None:
+def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | None, from_ledger: bool,
+             as_json: bool) -> None:
     """Project the cost of a build from the price table and the expected tokens of each role.
 
     Offline and free: no model is called. Calls per seed include the expected repeated attempts
@@ -187,6 +189,20 @@ def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | Non
     segment_s = segment_minutes * 60 if segment_minutes is not None else stored_segment_s
     projection = project_cost(settings, count, segment_s, engine if from_ledger else None)
     costs = mode_costs(settings, projection)
+    if as_json:
+        online, batch, cached = totals(costs)
+        click.echo(json.dumps({
+            "seeds": count, "segment_s": projection.segment_s,
+            "roles": [{"role": c.role.role, "model": c.role.spec, "calls_per_seed": c.role.calls_per_seed,
+                       "input_tokens": c.role.usage.input_tokens, "output_tokens": c.role.usage.output_tokens,
+                       "thinking_tokens": c.role.usage.thinking_tokens, "usd_per_call": c.role.usd_per_call,
+                       "measured": c.role.measured, "batched": c.batched,
+                       "usd": {"online": c.online * c.role.calls_per_seed * count,
+                               "batch": c.batch * c.role.calls_per_seed * count,
+                               "batch_cached": c.cached * c.role.calls_per_seed * count}} for c in costs],
+            "per_seed_usd": {"online": online, "batch": batch, "batch_cached": cached},
+            "total_usd": {"online": online * count, "batch": batch * count, "batch_cached": cached * count}}))
+        return
     table = Table(title=f"Projected build cost: {count} seed(s), segments of {projection.segment_s / 60:.1f} min")
     for column in ("role", "model", "calls/seed", "in tok", "out tok", "think tok", "USD/call", "online",
                    "batch", "batch+cache"):

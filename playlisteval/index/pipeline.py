@@ -27,20 +27,24 @@ from dataclasses import dataclass, field
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.errors import QueueJoinTimeout
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.broker import is_redis, make_broker
-from playlisteval.config import Settings
+from playlisteval.config import IndexSettings, Settings
+from playlisteval.index import chunk_progress
 from playlisteval.index.actors import INDEX_ACTOR, INDEX_QUEUE, IndexContext, declare_index_actors
 from playlisteval.index.asr import check_backends
+from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.collection import Skipped
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.ocr import get_ocr
 from playlisteval.index.search import Hit, search
 from playlisteval.index.seeds import SeedReport, build_seeds
 from playlisteval.index.segments import SegmentReport, build_segments, mark_duplicates
-from playlisteval.index.work import Outcome, read_outcome
+from playlisteval.index.work import Outcome, read_outcome, settings_key
+from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
 
 __all__ = ["IndexReport", "Hit", "index_collection", "search", "pending_videos"]
@@ -69,6 +73,7 @@ class IndexReport:
     segments: SegmentReport = field(default_factory=SegmentReport)
     seeds: SeedReport = field(default_factory=SeedReport)
     seconds: float = 0.0
+    retried: list[int] = field(default_factory=list)  # videos skipped under other settings, tried again
 
 
 def pending_videos(engine: Engine, embedder: str) -> list[int]:
@@ -82,6 +87,31 @@ def pending_videos(engine: Engine, embedder: str) -> list[int]:
             .group_by(col(Chunk.video_id)).order_by(col(Chunk.video_id))
         ))
     return [v for v in new if v is not None] + [v for v in lacking if v is not None]
+
+
+def retry_setting_skips(engine: Engine, key: str) -> list[int]:
+    """Put back to "new" the videos skipped for a reason other than their file (a setting such as
+    ``chunk_s = 0``, a crash) under index settings other than ``key``'s, so this run tries them again.
+    Videos skipped because of the file itself stay skipped (`add` again after repairing it)."""
+    with Session(engine) as session:
+        skipped = list(session.exec(select(Video).where(Video.status == "skipped")))
+    again = []
+    for video in skipped:
+        outcome = read_outcome(video.index_report)
+        if outcome is None:
+            continue
+        # stores from before outcomes had a cause: anything but a MediaError was worded "indexing failed: …"
+        cause = outcome.cause or ("error" if outcome.reason.startswith("indexing failed:") else "file")
+        if cause != "file" and outcome.settings_key != key and video.id is not None:
+            again.append(video.id)
+    if again:
+        with transaction(engine) as session:
+            for video_id in again:
+                row = session.get(Video, video_id)
+                if row is not None and row.status == "skipped":
+                    row.status, row.reason = "new", None
+                    session.add(row)
+    return again
 
 
 def _check_settings(settings: Settings) -> Embedder:
@@ -118,11 +148,14 @@ def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder
                                  worker_timeout=100)
         worker.start()
     total, done, last_change = len(video_ids), -1, time.monotonic()
+    expected = _expected_chunks(engine, video_ids, cfg)
     try:
         for video_id in video_ids:
             actors[INDEX_ACTOR].send(video_id, embedder, run)
         while True:
-            now_done = len(_outcomes(engine, video_ids, run))
+            found = _outcomes(engine, video_ids, run)
+            _tick_chunks(tick, found, expected, run)
+            now_done = len(found)
             if now_done != done:
                 done, last_change = now_done, time.monotonic()
                 tick("videos", done, total)
@@ -138,7 +171,9 @@ def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder
             try:
                 assert isinstance(broker, StubBroker)
                 broker.join(INDEX_QUEUE, timeout=int(cfg.poll_s * 1000), fail_fast=False)
-                tick("videos", len(_outcomes(engine, video_ids, run)), total)
+                found = _outcomes(engine, video_ids, run)
+                _tick_chunks(tick, found, expected, run)
+                tick("videos", len(found), total)
                 break  # the private queue is empty: every message ran (or gave up its retries)
             except QueueJoinTimeout:
                 continue
@@ -146,6 +181,34 @@ def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder
         if worker is not None:
             worker.stop()
         broker.close()
+        chunk_progress.forget(run)
+
+
+def _expected_chunks(engine: Engine, video_ids: list[int], cfg: IndexSettings) -> dict[int, int]:
+    """Chunks each video will have: its stored chunks (re-embedding), else as many as its duration makes."""
+    expected: dict[int, int] = {}
+    with Session(engine) as session:
+        for start in range(0, len(video_ids), 500):
+            part = video_ids[start:start + 500]
+            stored = dict(session.exec(select(Chunk.video_id, func.count(col(Chunk.id)))
+                                       .where(col(Chunk.video_id).in_(part)).group_by(col(Chunk.video_id))).all())
+            for video_id, duration in session.exec(select(Video.id, Video.duration).where(col(Video.id).in_(part))):
+                if video_id is None:
+                    continue
+                planned = len(chunk_spans(duration, cfg.chunk_s, cfg.min_last_chunk_s)) \
+                    if duration and cfg.chunk_s > 0 else 1
+                expected[video_id] = int(stored.get(video_id) or planned)
+    return expected
+
+
+def _tick_chunks(tick: Progress, found: dict[int, tuple[Video, Outcome]], expected: dict[int, int],
+                 run: str) -> None:
+    """Chunks of finished videos (as counted) plus chunks read so far by this process's workers."""
+    reading = chunk_progress.done_in(run)
+    finished = sum(outcome.chunks for _, outcome in found.values())
+    pending = [v for v in expected if v not in found]
+    done = finished + sum(min(reading.get(v, 0), expected[v]) for v in pending)
+    tick("chunks", done, finished + sum(expected[v] for v in pending))
 
 
 def _collect(report: IndexReport, found: dict[int, tuple[Video, Outcome]], video_ids: list[int]) -> None:
@@ -182,6 +245,7 @@ def index_collection(settings: Settings, engine: Engine, progress: Progress | No
     embedder = _check_settings(settings)
     report = IndexReport()
     tick: Progress = progress or (lambda stage, done, total: None)
+    report.retried = retry_setting_skips(engine, settings_key(settings.index))
     todo = pending_videos(engine, embedder.name)
     tick("videos", 0, len(todo))
     if todo:
@@ -196,6 +260,7 @@ def index_collection(settings: Settings, engine: Engine, progress: Progress | No
     report.seeds = build_seeds(engine, settings.index, embedder.name)
     tick("seeds", 1, 1)
     for warning in report.warnings:
-        log.warning(warning)
+        # the report carries the warnings to whoever asked (the CLI prints them once); the log keeps them
+        log.info(warning)
     report.seconds = time.monotonic() - started
     return report

@@ -16,6 +16,7 @@ changed recipe) goes through the same path from its stored chunks: only the vect
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,8 +30,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, delete, select
 
-from playlisteval.config import Settings
+from playlisteval.config import IndexSettings, Settings
 from playlisteval.errors import ConfigError, MediaError
+from playlisteval.index import chunk_progress
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.ocr import FrameTextReader, get_ocr
@@ -66,6 +68,15 @@ class Outcome:
     worker: str = ""  # host:pid of the process that did it
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # why a video was skipped: "file" (the file itself: never retried) or "error" (anything else, e.g. a
+    # setting: retried by the next `index` once the index settings differ from settings_key's)
+    cause: str = ""
+    settings_key: str = ""
+
+
+def settings_key(cfg: IndexSettings) -> str:
+    """A digest of the index settings, so a video skipped under one configuration is retried under another."""
+    return hashlib.sha256(json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def read_outcome(raw: str) -> Outcome | None:
@@ -115,7 +126,7 @@ def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name
         embedder = get_embedder(embedder_name, 0, settings.index)
         _work(settings, engine, video, embedder, outcome, worker, started)
     except MediaError as exc:  # unusable file: reported and skipped (SPEC A2)
-        outcome.status, outcome.reason = "skipped", exc.reason
+        outcome.status, outcome.reason, outcome.cause = "skipped", exc.reason, "file"
         outcome.seconds = round(time.monotonic() - started, 3)
         _finish_skipped(engine, video_id, worker, outcome)
     except ConfigError as exc:  # a setting to fix: every video would fail the same way
@@ -127,6 +138,8 @@ def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name
     except Exception as exc:  # anything else would fail again on retry: report and skip (SPEC A2)
         log.exception("index.video_failed", video=video_id)
         outcome.status, outcome.reason = "skipped", f"indexing failed: {type(exc).__name__}: {exc}"[:500]
+        # not the file's fault as far as we know: a changed setting gets it another try (issue 14)
+        outcome.cause, outcome.settings_key = "error", settings_key(settings.index)
         outcome.seconds = round(time.monotonic() - started, 3)
         _finish_skipped(engine, video_id, worker, outcome)
     log.info("index.video", video=video_id, status=outcome.status, chunks=outcome.chunks,
@@ -200,6 +213,7 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                     ocr_texts[i] = texter.chunk_text(frames)
                 if needs_frames(embedder):
                     kept[i] = frames
+                chunk_progress.note(outcome.run, video.id, i + 1)  # the `index` bar moves per chunk
             texts = texts or _heard(heard, outcome)
             for i in idxs:
                 lines = [line for line in ocr_texts[i].split("\n") if line.strip()]

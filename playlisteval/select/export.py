@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,7 +205,10 @@ Word counts are of the texts without citations.
 """
 
 
-def export(settings: Settings, out: Path, name: str | None = None, *, force: bool = False) -> ExportReport:
+def export(settings: Settings, out: Path, name: str | None = None, *, force: bool = False,
+           progress: Callable[[str, int, int], None] | None = None) -> ExportReport:
+    """``progress(task, done, total)`` is called as each file is written (the CLI's bar)."""
+    tick = progress or (lambda task, done, total: None)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
@@ -212,19 +216,26 @@ def export(settings: Settings, out: Path, name: str | None = None, *, force: boo
                           "over the files there")
     engine = open_store(settings)
     bench = find_benchmark(engine, name or settings.select.benchmark)
+    tick("export steps", 0, 6)
     rows = benchmark_rows(engine, bench)
     if not rows:
         raise ConfigError(f"benchmark {bench.name!r} has no pairs to export")
+    tick("export steps", 1, 6)
     st = benchmark_stats(engine, int(bench.id or 0))
+    tick("export steps", 2, 6)
     (out / "data").mkdir(parents=True, exist_ok=True)
     parquet, jsonl, card, stats = out / PARQUET, out / JSONL, out / "README.md", out / "stats.json"
     pq.write_table(pa.Table.from_pylist(rows), parquet)
+    tick("export steps", 3, 6)
     with jsonl.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tick("export steps", 4, 6)
     from playlisteval.analytics.science import card_section  # issue 9: shortcut audit, accuracy by gap
 
     card.write_text(_card(bench.name, st, len(rows), is_simulated(engine)) + "\n"
                     + card_section(settings, engine, int(bench.id or 0)), encoding="utf-8")
+    tick("export steps", 5, 6)
     stats.write_text(json.dumps(st.as_dict(), indent=2), encoding="utf-8")
+    tick("export steps", 6, 6)
     return ExportReport(out, len(rows), [parquet, jsonl, card, stats], st)
