@@ -311,10 +311,10 @@ class Runner:
             row.status, row.usd, row.error = status, cost, error
             row.input_tokens, row.output_tokens = usage.input_tokens, usage.output_tokens
             row.thinking_tokens, row.gpu_seconds = usage.thinking_tokens, usage.gpu_seconds
+            row.cached_input_tokens = usage.cached_input_tokens
             row.latency_s = time.monotonic() - started
             row.finished_at = now()
             s.add(row)
-            row.cached_input_tokens = usage.cached_input_tokens
 
     @staticmethod  # models/batch.py parses a batched reply with it: a problem's words become the repair note
     def _parse(reply: ProviderReply, schema: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -373,8 +373,8 @@ def budget_usd(session: Any, settings: Settings, purpose: str = "build") -> floa
 def _add(a: Usage, b: Usage) -> Usage:
     return Usage(
         input_tokens=a.input_tokens + b.input_tokens,
+        cached_input_tokens=a.cached_input_tokens + b.cached_input_tokens,
         output_tokens=a.output_tokens + b.output_tokens,
         thinking_tokens=a.thinking_tokens + b.thinking_tokens,
         gpu_seconds=a.gpu_seconds + b.gpu_seconds,
     )
-        cached_input_tokens=a.cached_input_tokens + b.cached_input_tokens,
