@@ -98,7 +98,8 @@ def test_a_rule_between_two_keys_says_where_each_came_from(tmp_path: Path) -> No
         "[index]: segment_min_s = 600.0 is more than segment_max_s = 90.0 (segment_min_s from playlisteval.toml "
         f"line {line}; segment_max_s from environment variable PLAYLISTEVAL_INDEX__SEGMENT_MAX_S=90)")
     # both set where the demo sets them: fine
-    load_settings(tmp_path, environ={"PLAYLISTEVAL_INDEX__SEGMENT_MIN_S": "60", "PLAYLISTEVAL_INDEX__SEGMENT_MAX_S": "90"})
+    load_settings(tmp_path, environ={"PLAYLISTEVAL_INDEX__SEGMENT_MIN_S": "60",
+                                     "PLAYLISTEVAL_INDEX__SEGMENT_MAX_S": "90"})
 
 
 def test_unknown_keys_and_nested_tables(tmp_path: Path) -> None:
