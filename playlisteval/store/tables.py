@@ -224,12 +224,12 @@ class ModelCall(SQLModel, table=True):
     estimated_usd: float = 0.0
     usd: float = 0.0
     latency_s: float = 0.0
-    error: str | None = None
-    worker: str | None = None
-    created_at: float = Field(default_factory=now)
     # 0801 (issue 15): input tokens read from a provider's cache; the batch that answered the call (0: online)
     cached_input_tokens: int = 0
     batch_id: int = 0
+    error: str | None = None
+    worker: str | None = None
+    created_at: float = Field(default_factory=now)
     finished_at: float | None = None
 
 
@@ -310,10 +310,6 @@ class JudgeRun(SQLModel, table=True):
     # 0043 (issue 6): the second stream and when every pair had its judgment (0 = unfinished)
     modality: str = "frames+transcript"
     finished_at: float = 0.0
-
-
-class Judgment(SQLModel, table=True):
-    __table_args__ = (UniqueConstraint("run_id", "pair_id"),)
     # 0202 (issue 9): the run's identity besides benchmark and judge — a hash of every option that changes
     # what the judge sees (eval/runkey.py); finished_at is when the last pass over its pairs ended
     options_hash: str = ""
@@ -344,6 +340,10 @@ class RetrievalError(SQLModel, table=True):
     item_id: int = Field(foreign_key="item.id")
     error: str = ""
     created_at: float = Field(default_factory=now)
+
+
+class Judgment(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("run_id", "pair_id"),)
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="judge_run.id", index=True)
     pair_id: int = Field(foreign_key="pair.id")
