@@ -98,7 +98,9 @@ def test_report_numbers_match_the_views(tmp_path: Path) -> None:
     assert "Longer answer wins (%) 75.0" in text
     assert "Education 2 3 6.10 2.03 2.17 0.60 1.75 2.60" in text  # Table 19 row
     # the thinking=high sweep only in the sweep table, beside the main run (all four ✓ against 62.5 %)
-    assert "5 alpha retrieved domain forward thinking=high 4 0 100.0 62.5 +37.5" in text
+    # with intervals (two questions, enumerated): sweep − main per question 0 and +¾ → [0, +75], p = 1
+    assert ("5 alpha retrieved domain forward thinking=high 4 0 100.0 [100.0, 100.0] 62.5 [25.0, 100.0] "
+            "+37.5 [+0.0, +75.0] 1.000") in text
     # beta judged 2 of its 4 pairs: every table that shows it says so (issue 9)
     assert text.count("(retrieved, domain): running: 2 of 4 pairs not judged") >= 4
 

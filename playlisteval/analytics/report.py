@@ -152,23 +152,6 @@ def _run_said(r: dict[str, Any]) -> str:
     return f"{r['judge']} ({r['evidence']}, {r['scope']}{sides}): {r['status']}"
 
 
-SWEEP_COLS = [Col("run_id", "Run", "int"), Col("judge", "Judge"), Col("evidence", "Evidence"), Col("scope", "Scope"),
-              Col("sides", "Sides"), Col("varies", "Varies"), Col("n", "Pairs", "int"), Col("errors", "Errors", "int"),
-              Col("accuracy", "Accuracy %", "pct"), Col("main_accuracy", "Main run %", "pct"),
-              Col("difference", "Δ (pts)", "pts"), Col("status", "Status")]
-
-
-def _sweeps(an: Analytics, bench: dict[str, Any] | None) -> Section:
-    """Runs with other options than the configured defaults (SPEC G6): only here, labelled by what they vary."""
-    where, params = _where(bench)
-    rows = an.rows(f"SELECT *, CASE WHEN swapped THEN 'swapped' ELSE 'forward' END AS sides FROM judge_sweeps "
-                   f"WHERE {where} ORDER BY judge, evidence, scope, swapped, varies, run_id", params)
-    return Section("sweeps", "Sweeps (SPEC G6)",
-                   "Runs made with other options than the configured [eval] defaults, each labelled by what it "
-                   "changes, beside the judge's main run; they appear in no other table. Accuracy over the judged "
-                   "pairs; a failed call is an error, never scored.", tables=[("", display(rows, SWEEP_COLS))])
-
-
 def _human(settings: Settings) -> Section | None:
     """The human study (paper Table 22; playlisteval/human), when the store holds one."""
     from playlisteval.human.report_section import html_section
@@ -183,7 +166,7 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
     makers: list[Callable[[], Section]] = [
         lambda: rate_sections.leaderboard(an, bench, boot), lambda: rate_sections.gap(an, bench, boot),
         lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
-        lambda: rate_sections.bias(an, bench, boot), lambda: _sweeps(an, bench),
+        lambda: rate_sections.bias(an, bench, boot), lambda: rate_sections.sweeps(an, bench, boot),
         lambda: rate_sections.shortcuts(an, bench, boot), lambda: rate_sections.retrieval(an, boot),
         lambda: _stats(an, bench), lambda: _cost(an)]
     sections: list[Section] = []
