@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,18 @@ def test_remove_refuses_finished_items_without_force(media: Path, tmp_path: Path
     assert "finished item(s)" in out and "accepted" in out and "--force" in out and "Traceback" not in out
     with Session(engine) as s:
         assert s.exec(select(func.count()).select_from(Item)).one() == 7  # nothing removed
+    # held right now (a worker on the item, an index on the video): refused even with --force
+    with transaction(engine) as s:
+        s.execute(update(Item).where(col(Item.id) == item.id).values(lease_owner="w", lease_expires=time.time() + 60))
+    out = _cli(root, monkeypatch, "remove", "--playlist", "Geo/Deltas", "--force", code=1).output
+    assert "being worked on right now" in " ".join(out.split())
+    with transaction(engine) as s:
+        s.execute(update(Item).values(lease_owner=None, lease_expires=None))
+        s.execute(update(Video).where(col(Video.id) == b1).values(lease_owner="w", lease_expires=time.time() + 60))
+    out = _cli(root, monkeypatch, "remove", "--playlist", "Geo/Deltas", "--force", code=1).output
+    assert "is being indexed right now" in " ".join(out.split())
+    with transaction(engine) as s:
+        s.execute(update(Video).values(lease_owner="", lease_expires=0.0))
     out = _cli(root, monkeypatch, "remove", "--playlist", "Geo/Deltas", "--force").output
     assert "removed 1 video(s)" in out
     with Session(engine) as s:

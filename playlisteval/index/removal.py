@@ -8,8 +8,8 @@ touched), the ledger of model calls (money spent stays spent and counts against 
 response cache.
 
 Items that reached ``accepted``, ``selected`` or ``too_easy`` are results someone may rely on: a removal
-that would take any of them is refused unless forced. An item a worker holds right now is never
-removed: the removal is refused until its lease ends.
+that would take any of them is refused unless forced. An item a worker holds right now, or a video
+being indexed right now, is never removed: the removal is refused until its lease ends.
 
 What the removal invalidates is recomputed by the next `playlisteval index`: a video marked as a
 near-duplicate of a removed one is put back to ``indexed`` with its segments dropped, so the next run
@@ -64,6 +64,7 @@ class Removal:
     items_started: list[int] = field(default_factory=list)  # worked on, not results: removed with history
     items_protected: list[tuple[int, str]] = field(default_factory=list)  # (id, state): need --force
     items_busy: list[int] = field(default_factory=list)  # held by a live lease right now
+    videos_busy: list[str] = field(default_factory=list)  # being indexed right now
     rechecked: list[str] = field(default_factory=list)  # near-duplicates of removed videos, to re-check
     rows: dict[str, int] = field(default_factory=dict)  # table → rows deleted (after the removal)
     done: bool = False
@@ -77,6 +78,7 @@ class Removal:
             "items": {"not_started": self.items_not_started, "started": self.items_started,
                       "protected": [{"id": i, "state": s} for i, s in self.items_protected],
                       "busy": self.items_busy},
+            "videos_busy": self.videos_busy,
             "rechecked": self.rechecked, "rows": self.rows,
         }
 
@@ -134,6 +136,9 @@ def _ids(session: Session, column: Any, key: Any, values: Sequence[int]) -> list
 
 def _plan(session: Session, video_ids: list[int]) -> tuple[Removal, dict[str, list[int]]]:
     removal = Removal()
+    now = time.time()
+    removal.videos_busy = sorted(session.exec(select(Video.path).where(
+        col(Video.id).in_(video_ids), Video.lease_owner != "", col(Video.lease_expires) > now)))
     rows = session.exec(
         select(Video.id, Video.path, Domain.name, Playlist.name)
         .join(Playlist, col(Playlist.id) == Video.playlist_id).join(Domain, col(Domain.id) == Playlist.domain_id)
@@ -146,7 +151,6 @@ def _plan(session: Session, video_ids: list[int]) -> tuple[Removal, dict[str, li
                       | set(_ids(session, col(Seed.id), col(Seed.segment2_id), segment_ids)))
     removal.chunks, removal.segments, removal.seeds = len(chunk_ids), len(segment_ids), len(seed_ids)
     removal.vectors = len(_ids(session, col(ChunkVector.id), col(ChunkVector.chunk_id), chunk_ids))
-    now = time.time()
     item_ids: list[int] = []
     for part in _chunks(seed_ids):
         for item in session.exec(select(Item).where(col(Item.seed_id).in_(part))):
@@ -240,6 +244,10 @@ def remove(engine: Engine, *, videos: Sequence[str | Path] = (), playlists: Sequ
         removal, targets = _plan(session, video_ids)
         if dry_run:
             return removal
+        if removal.videos_busy:
+            raise RemovalRefused(f"{removal.videos_busy[0]} is being indexed right now; nothing was removed: let "
+                                 "`playlisteval index` finish (or its lease run out) and run `playlisteval remove` "
+                                 "again")
         if removal.items_busy:
             shown = ", ".join(map(str, removal.items_busy[:10]))
             raise RemovalRefused(f"item(s) {shown} are being worked on right now; nothing was removed: stop the "
