@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from playlisteval.build import build
@@ -30,7 +31,8 @@ CALLERS = 2 * THREADS  # requests that can be on their way to the server at one 
 
 
 def test_items_ride_out_a_429_storm_at_the_configured_rate_across_two_worker_processes(
-        tmp_path: Path, redis_url: str) -> None:
+        tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-storm")  # the build's preflight checks the key is set
     with fake_api() as api:
         api.queue(CHAT, *[Canned(429, {"error": {"message": "rate limited", "type": "requests"}},
                                  {"retry-after": "1"})] * STORM)
