@@ -249,12 +249,11 @@ def test_a_video_without_audio_is_indexed_from_its_frames(tmp_path: Path) -> Non
     folder.mkdir(parents=True)
     card = (f"drawtext=fontfile='{FONT}':text='GLACIER MUSEUM':fontsize=40:fontcolor=white:"
             "x=(w-text_w)/2:y=(h-text_h)/2")
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=0x203040:s=480x270:r=2:d=35",
-                    "-vf", card, "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags",
-                    "+faststart", str(folder / "title card.mp4")], check=True)
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=0x406080:s=320x180:r=2:d=35",
-                    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(folder / "blank.mp4")],
-                   check=True)  # no sound, nothing on screen to read
+    h264 = ["-r", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=0x203040:s=480x270:d=35",
+                    "-vf", card, *h264, str(folder / "title card.mp4")], check=True)
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=0x406080:s=320x180:d=35",
+                    *h264, str(folder / "blank.mp4")], check=True)  # no sound, nothing on screen to read
     bare = make_video(tmp_path / "bare.mp4", 35, audio=None)
     subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(bare), "-c", "copy", "-movflags", "+faststart",
                     str(tmp_path / "fast.mp4")], check=True)

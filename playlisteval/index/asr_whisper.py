@@ -150,6 +150,10 @@ class FasterWhisper:
                 word_timestamps=True, vad_filter=self.cfg.asr_vad,
                 # each window decoded on its own: a hallucinated phrase cannot seed the next window
                 condition_on_previous_text=False,
+                # no sampling fallback: the same audio always gives the same transcript (and vectors);
+                # the loops that the fallback would break are held off by a mild repetition penalty
+                # (bench/speech.py: on the three narrations it lowers WER, where greedy alone looped once)
+                temperature=0.0, repetition_penalty=1.1,
             )
             for segment in segments:
                 for word in segment.words or []:

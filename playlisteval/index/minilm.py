@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import math
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +44,17 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
     return ((x - mean) / np.sqrt(var + eps) * weight + bias).astype(np.float32)
+
+
+def one_blas_thread() -> AbstractContextManager[Any]:
+    """numpy's BLAS limited to one thread for a while. OpenBLAS spreads even a five-token query over
+    every core, and on a busy machine its threads' waiting turned a 10-ms query into half a second;
+    the index already runs one video per thread."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 class MiniLMEncoder:
@@ -75,7 +88,8 @@ class MiniLMEncoder:
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1.0
-        hidden = self._forward(ids, mask)
+        with one_blas_thread():
+            hidden = self._forward(ids, mask)
         pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
