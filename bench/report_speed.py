@@ -38,6 +38,8 @@ if __package__ in (None, ""):  # run as a file: bench/report_speed.py
 from playlisteval.analytics.report import build_sections, choose_benchmark, leaderboard_rows, render
 from playlisteval.analytics.runner import Analytics
 from playlisteval.config import load_settings, write_project
+from playlisteval.eval.options import JudgeOptions
+from playlisteval.eval.runkey import options_hash
 from playlisteval.store import open_store
 
 DOMAINS = ("Education", "Drama", "Sports", "Cooking")
@@ -102,8 +104,14 @@ def build_store(root: Path, items: int, runs: int, calls: int, seed: int) -> Pat
     # runs: judge j gets retrieved, uniform, swapped-retrieved and 10h-retrieved runs (4 per judge)
     kinds = [("retrieved", "domain", 0), ("uniform", "domain", 0), ("retrieved", "domain", 1), ("retrieved", "10h", 0)]
     plan = [(r + 1, f"judge-{r // 4:02d}", *kinds[r % 4]) for r in range(runs)]
-    _insert(con, "judge_run", ["id", "benchmark_id", "judge", "evidence", "scope", "swapped", "created_at"],
-            ((rid, 1, judge, ev, scope, sw, 0.0) for rid, judge, ev, scope, sw in plan))
+    # each run records its options as `eval judge` does, so the defaults' runs are the judges' main runs
+    def recorded(ev: str, scope: str, sw: int) -> dict[str, object]:
+        return JudgeOptions.from_settings(settings, evidence=ev, scope=scope, swap=bool(sw)).as_settings()
+
+    _insert(con, "judge_run", ["id", "benchmark_id", "judge", "evidence", "scope", "swapped", "created_at",
+                               "settings", "options_hash"],
+            ((rid, 1, judge, ev, scope, sw, 0.0, json.dumps(recorded(ev, scope, sw)),
+              options_hash(recorded(ev, scope, sw))) for rid, judge, ev, scope, sw in plan))
     for rid, judge, ev, _scope, sw in plan:
         skill = 0.55 + 0.01 * int(judge[-2:]) + (0.05 if ev == "retrieved" else 0.0)
         right = rng.random(n_pairs) < skill
