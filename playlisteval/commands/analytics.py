@@ -96,7 +96,8 @@ def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, a
                                "rows": [json_ready(r) for r in rows]}, default=str))
         return
     if not rows:
-        console.print("[dim]no judge has judged this benchmark at the full-domain scope yet[/]")
+        console.print("[dim]no judge has judged this benchmark at the full-domain scope yet: `playlisteval eval "
+                      "judge` with the configured \\[eval] options makes a judge's main run[/]")
         return
     title = f"Leaderboard — {bench['name']}" if bench else "Leaderboard"
     table = Table(title=title + (" (SIMULATED)" if simulated else ""), caption=boot.label)
