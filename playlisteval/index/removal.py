@@ -15,7 +15,9 @@ What the removal invalidates is recomputed by the next `playlisteval index`: a v
 near-duplicate of a removed one is put back to ``indexed`` with its segments dropped, so the next run
 segments it again, checks it for duplicates against the live collection and builds its seeds, as if the
 removed videos had never been added. Playlists left empty, and domains left with no playlist, go too;
-the remaining videos of a playlist are renumbered in their order.
+the remaining videos of a playlist are renumbered in their order. (One case is not undone: a live video
+indexed after such a copy and close to it was checked against the collection without the copy, so it
+stays live where a collection that never had the removed video would have marked it.)
 """
 
 from __future__ import annotations
