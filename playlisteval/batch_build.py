@@ -48,6 +48,11 @@ def run_build(app: App, work: Iterable[tuple[int, State]], on_tick: Callable[[],
     roles = batched_roles(app)
     if not roles:
         run_foreground(app, work, on_tick)
+        if live_requests(app.engine):  # a judge run's or the gate's batches: send and collect what is due
+            try:
+                drive(app.settings, app.engine, Backends(app.settings, app.runner.registry), wait_s=0)
+            except BudgetExceeded as exc:  # their purpose's budget, not the build's: they wait
+                log.warning("batch.waiting", reason=str(exc))
         return 1
     collector = Collector(app.settings, app.engine, roles)
     backends = Backends(app.settings, app.runner.registry)

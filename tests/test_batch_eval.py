@@ -102,7 +102,7 @@ def test_batched_selection_and_judging_give_the_same_benchmark_at_half_the_price
 # -- crash tests against the OpenAI wire fake ------------------------------------------------------------
 KILLER = """
 import os, signal, sys
-from playlisteval.models import batch, batch_openai
+from playlisteval.models import batch_openai, batch_results
 mode = sys.argv[2]
 if mode == "after_send":  # the provider has the batch; the store never learns its id
     send = batch_openai.OpenAIBatch.submit
@@ -111,7 +111,7 @@ if mode == "after_send":  # the provider has the batch; the store never learns i
         os.kill(os.getpid(), signal.SIGKILL)
     batch_openai.OpenAIBatch.submit = submit
 else:  # killed once two answers are stored
-    store = batch.store_result
+    store = batch_results.store_result
     stored = [0]
     def store_result(*args, **kwargs):
         ok = store(*args, **kwargs)
@@ -119,7 +119,7 @@ else:  # killed once two answers are stored
         if stored[0] >= 2:
             os.kill(os.getpid(), signal.SIGKILL)
         return ok
-    batch.store_result = store_result
+    batch_results.store_result = store_result
 from playlisteval.cli import main
 main(["--project", sys.argv[1], "eval", "judge", "--judge", sys.argv[3], "--batch", "--json"])
 """

@@ -266,3 +266,36 @@ def test_status_and_batches_show_open_batches_with_age_and_expected_cost(setting
     assert collected.exit_code == 0 and "3 answer(s) stored" in collected.output
     assert "no open batches" in collected.output
     assert not status(settings).batches
+
+
+def test_a_missing_key_leaves_batches_waiting_and_resume_collects_them(settings: Settings, api: FakeAPI,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from playlisteval.build import resume
+
+    runner = runner_for(settings)
+    requests = [req(i) for i in range(2)]
+    queue(runner, OPENAI, requests)
+    api.batch.polls = 100
+    clock = FakeClock()
+    drive(settings, runner.engine, Backends(settings, runner.registry), clock=clock, wait_s=0)  # sent only
+    clock.t += 3600  # its next poll is due
+    monkeypatch.delenv("OPENAI_API_KEY")
+    fresh = Backends(settings)  # a process without the key: a new client cannot be made
+    report = drive(settings, runner.engine, fresh, clock=clock, wait_s=0)
+    assert report.live == 2 and report.released == 0  # the batch is not blamed for a missing key
+    (batch,) = rows(runner.engine, ModelBatch)
+    assert batch.state == "submitted" and "OPENAI_API_KEY" in batch.error
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch-0000")
+    settings.batch.poll_s = settings.batch.poll_max_s = 0.01
+    api.batch.polls = 0
+    for _ in range(20):  # `resume` (no item to build) sends and collects what is due, without waiting
+        resume(settings)
+        if not live_requests(runner.engine):
+            break
+        time.sleep(0.02)
+    assert not live_requests(runner.engine)
+    runner.defer = None
+    assert all(runner.call(r, model=OPENAI).cached for r in requests)
+    assert len(api.batch.keys) == 2

@@ -22,8 +22,9 @@ from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, QuotaExhausted
-from playlisteval.models.batch import LIVE, OPEN, Collector, poll_open, send_pending, write_batches
+from playlisteval.models.batch import LIVE, OPEN, Collector, send_pending, write_batches
 from playlisteval.models.batch_api import Backends
+from playlisteval.models.batch_results import poll_open
 from playlisteval.models.runner import Runner
 from playlisteval.store import transaction
 from playlisteval.store.tables import ModelBatch, ModelBatchRequest
