@@ -334,6 +334,10 @@ class BatchSettings(_Section):
     wait_s: float = Field(default=86400, ge=0)  # how long a command waits for its batches (then: run it again)
     completion_window: CompletionWindow = "24h"  # OpenAI's only window
     cache_ttl_s: float = Field(default=600, gt=0)  # a context cache's lifetime: its storage is paid for so long
+    # Gemini: a request's leading media (a judge's frames, before its prompt) in an explicit context cache,
+    # made once and read by every call that sends the same media (the ten pairs of a question, both orders)
+    context_cache: bool = False
+    context_cache_min_tokens: int = Field(default=4096, ge=1)  # smaller media go inline (Gemini's minimum)
 
 
 DEFAULT_MODELS: dict[str, str] = {

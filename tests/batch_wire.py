@@ -34,8 +34,11 @@ OAI_BATCH_LIST = "oai_batch_list"
 GEM_BATCH_CREATE = "gem_batch_create"
 GEM_BATCH_GET = "gem_batch_get"
 GEM_BATCH_LIST = "gem_batch_list"
+CACHE_CREATE = "cache_create"  # Gemini context caches (issue 15, item 4)
+CACHE_GET = "cache_get"
 ROUTES = {OAI_FILE_CREATE, OAI_FILE_LIST, OAI_FILE_CONTENT, OAI_BATCH_CREATE, OAI_BATCH_GET, OAI_BATCH_LIST,
-          GEM_BATCH_CREATE, GEM_BATCH_GET, GEM_BATCH_LIST}
+          GEM_BATCH_CREATE, GEM_BATCH_GET, GEM_BATCH_LIST, CACHE_CREATE, CACHE_GET}
+TOKENS_PER_PART = 258  # what a cached part counts (an image at Gemini's default resolution)
 GEMINI_KEY = "playlisteval_key"
 
 
@@ -51,6 +54,7 @@ class BatchWire:
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.jobs: dict[str, dict[str, Any]] = {}
+        self.caches: dict[str, dict[str, Any]] = {}  # context caches by name; deleting one makes it unknown
         self._lock = threading.Lock()
         self._n = 0
 
@@ -64,6 +68,8 @@ class BatchWire:
     def route(method: str, bare: str) -> str | None:
         if bare.endswith(":batchGenerateContent"):
             return GEM_BATCH_CREATE
+        if bare.startswith("/v1beta/cachedContents"):
+            return CACHE_CREATE if method == "POST" else CACHE_GET
         if bare.startswith("/v1beta/batches"):
             return GEM_BATCH_GET if bare.count("/") >= 3 else GEM_BATCH_LIST
         if bare.startswith("/v1/files"):
@@ -84,7 +90,8 @@ class BatchWire:
                    OAI_FILE_CONTENT: self._file_content, OAI_BATCH_CREATE: self._batch_create,
                    OAI_BATCH_GET: self._batch_get, OAI_BATCH_LIST: self._batch_list,
                    GEM_BATCH_CREATE: self._job_create, GEM_BATCH_GET: self._job_get,
-                   GEM_BATCH_LIST: self._job_list}[seen.route]
+                   GEM_BATCH_LIST: self._job_list, CACHE_CREATE: self._cache_create,
+                   CACHE_GET: self._cache_get}[seen.route]
         status, body = handler(seen, bare)
         return Canned(status, body)
 
@@ -242,6 +249,53 @@ class BatchWire:
     def _job_list(self, seen: Seen, bare: str) -> tuple[int, Any]:
         with self._lock:
             return 200, {"operations": [_public(r) for r in reversed(self.jobs.values())]}
+
+
+    # -- Gemini context caches ---------------------------------------------------------------------
+    def _cache_create(self, seen: Seen, bare: str) -> tuple[int, Any]:
+        body = seen.json
+        parts = sum(len(c.get("parts", [])) for c in body.get("contents", []))
+        ttl = float(str(body.get("ttl", "3600s")).rstrip("s"))
+        name = f"cachedContents/{self._id('c')}"
+        record = {"name": name, "model": body.get("model"), "displayName": body.get("displayName", ""),
+                  "expireTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + ttl)),
+                  "usageMetadata": {"totalTokenCount": parts * TOKENS_PER_PART}}
+        with self._lock:
+            self.caches[name] = record
+        return 200, record
+
+    def _cache_get(self, seen: Seen, bare: str) -> tuple[int, Any]:
+        name = bare.split("/v1beta/", 1)[1]
+        with self._lock:
+            record = self.caches.get(name)
+        if record is None:
+            return 404, {"error": {"code": 404, "message": f"CachedContent {name} not found", "status": "NOT_FOUND"}}
+        return 200, record
+
+    def usage_for(self, body: dict[str, Any] | None, usage: dict[str, Any]) -> dict[str, Any]:
+        """A generateContent usage: a request that names a context cache reads its tokens as cached input."""
+        name = (body or {}).get("cachedContent")
+        if not name:
+            return usage
+        with self._lock:
+            record = self.caches.get(name)
+        if record is None:
+            return usage
+        cached = int(record["usageMetadata"]["totalTokenCount"])
+        return {**usage, "promptTokenCount": int(usage.get("promptTokenCount", 0)) + cached,
+                "cachedContentTokenCount": cached}
+
+    def unknown_cache(self, body: dict[str, Any] | None) -> Canned | None:
+        """The API's answer to a request naming a context cache it does not know (deleted, expired)."""
+        from tests.provider_fakes import Canned
+
+        name = (body or {}).get("cachedContent")
+        with self._lock:
+            known = name in self.caches
+        if name and not known:
+            return Canned(404, {"error": {"code": 404, "message": f"CachedContent {name} not found",
+                                          "status": "NOT_FOUND"}})
+        return None
 
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:

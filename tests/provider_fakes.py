@@ -138,8 +138,9 @@ class FakeAPI:
             return self.batch.respond(seen)
         if seen.route == CHAT:
             return Canned(body=chat_body(self.content, usage=self.usage))
-        if seen.route == GENERATE:
-            return Canned(body=gemini_body(self.content, usage=self.gemini_usage))
+        if seen.route == GENERATE:  # a request naming a context cache reads its tokens as cached input
+            return self.batch.unknown_cache(seen.json) or Canned(
+                body=gemini_body(self.content, usage=self.batch.usage_for(seen.json, self.gemini_usage)))
         if seen.route == UPLOAD_START:
             session = uuid.uuid4().hex[:12]
             with self._lock:

@@ -35,6 +35,7 @@ from playlisteval.errors import (
     TransientModelError,
 )
 from playlisteval.media.clips import ClipSpec, audio_clip, mime_of, model_clip
+from playlisteval.models.context_cache import ContextCaches, media_prefix
 from playlisteval.models.gemini_files import RemoteFiles
 from playlisteval.models.request import (
     AudioPart,
@@ -123,6 +124,7 @@ class GeminiProvider:
         self._client: genai.Client | None = None
         self._lock = threading.Lock()
         self._files: RemoteFiles | None = None
+        self._caches: ContextCaches | None = None
 
     # -- configuration -----------------------------------------------------------------------------
     def api_key(self) -> str:
@@ -153,16 +155,48 @@ class GeminiProvider:
         where = f"gemini/{model}"
         client = self.client()
         uploaded: list[Path] = []
+        cache: str | None = None
         try:
-            parts = self._parts(client, request, uploaded)
+            parts, cache = self._contents(client, model, request, uploaded)
             config = self._config(request, schema, timeout)
+            config.cached_content = cache  # the request's leading media, when they are in a context cache
             response = client.models.generate_content(
                 model=model, contents=[types.Content(role="user", parts=parts)], config=config)
         except (genai_errors.APIError, _http.TransportError, ValueError) as exc:
             if isinstance(exc, genai_errors.APIError) and self._lost_upload(exc, uploaded):
                 raise TransientModelError(f"{where}: an uploaded clip is gone; it will be uploaded again") from exc
+            if isinstance(exc, genai_errors.APIError) and cache and "cache" in str(exc.message or "").lower():
+                self.context_caches().forget(cache)  # expired or deleted early: made again on the next try
+                raise TransientModelError(f"{where}: context cache {cache} is gone; it will be made again") from exc
             raise map_error(exc, where) from exc
         return self._reply(response, request)
+
+    def context_caches(self) -> ContextCaches:
+        with self._lock:
+            if self._caches is None:
+                self._caches = ContextCaches(self.settings, self.name)
+        return self._caches
+
+    def _contents(self, client: genai.Client, model: str, request: ModelRequest,
+                  uploaded: list[Path]) -> tuple[list[types.Part], str | None]:
+        """The parts to send, and the context cache that holds the request's leading media ([batch]
+        context_cache; models/context_cache.py) — None when they are sent inline."""
+        split = media_prefix(request)
+        head = request.model_copy(update={"parts": request.parts[:split]})
+        if not split or not self.context_caches().worth_it(head):
+            return self._parts(client, request, uploaded), None
+
+        def create(ttl_s: float) -> tuple[str, int, float | None]:
+            made = client.caches.create(model=model, config=types.CreateCachedContentConfig(
+                contents=[types.Content(role="user", parts=self._parts(client, head, uploaded))],
+                ttl=f"{int(ttl_s)}s", display_name=f"playlisteval {request.role}"))
+            tokens = made.usage_metadata.total_token_count if made.usage_metadata else None
+            expires = made.expire_time.timestamp() if made.expire_time else None
+            return str(made.name), int(tokens or 0), expires
+
+        cache = self.context_caches().reference(model, head, request, create)
+        rest = request.model_copy(update={"parts": request.parts[split:]})
+        return self._parts(client, rest, uploaded), cache
 
     def _parts(self, client: genai.Client, request: ModelRequest, uploaded: list[Path]) -> list[types.Part]:
         parts: list[types.Part] = []

@@ -107,6 +107,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0801_model_call_batch", add_columns("model_call", [("cached_input_tokens", "INTEGER", "0"),
                                                          ("batch_id", "INTEGER", "0")])),
     ("0802_batch_request_checked", add_column("model_batch_request", "checked", "BOOLEAN", "false")),
+    ("0803_context_cache", create_tables("context_cache")),
     # leases renewed by a heartbeat while a step runs (issue 10)
     # (DOUBLE PRECISION, not REAL: REAL is float4 on PostgreSQL, a timestamp to the nearest ~2 minutes)
     ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "DOUBLE PRECISION", "0")),

@@ -484,6 +484,21 @@ class ModelBatch(SQLModel, table=True):
     finished_at: float | None = None
 
 
+class ContextCache(SQLModel, table=True):
+    """A provider's context cache (issue 15): media sent once and read by later calls, until it expires."""
+
+    __tablename__ = "context_cache"
+    __table_args__ = (UniqueConstraint("provider", "model", "fingerprint"),)
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str
+    model: str
+    fingerprint: str  # of the cached parts (media files by path, size and modification time)
+    name: str  # the provider's name for it (Gemini: cachedContents/…)
+    tokens: int = 0
+    expires_at: float = 0.0
+    created_at: float = Field(default_factory=now)
+
+
 class ModelBatchRequest(SQLModel, table=True):
     """A request waiting for, or answered by, a batch. ``live_hash`` is the request hash while the request
     is queued or in a batch and NULL after, and it is unique: a request is in at most one live batch.
