@@ -14,7 +14,7 @@ import dramatiq
 import structlog
 from dramatiq.errors import QueueJoinTimeout
 
-from playlisteval.actors import BUILD_QUEUE, App
+from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
 from playlisteval.broker import queued_ids
 from playlisteval.state import State
 from playlisteval.store import items
@@ -66,7 +66,25 @@ def sweep_once(app: App) -> int:
                 if i not in live and i not in sent]
     if freed or lost:
         log.info("worker.sweep", freed=[i for i, _ in freed], lost=[i for i, _ in lost])
-    return enqueue_all(app, freed + lost)
+    return enqueue_all(app, freed + lost) + _sweep_jobs(app)
+
+
+def _sweep_jobs(app: App) -> int:
+    """The same for `select`'s and `eval judge`'s questions (actors/jobs.py): a job queued with no message
+    for the grace period, or running under a lease its holder stopped renewing, is sent again."""
+    live: set[int] = set()
+    for actor in tasks.JOBS.values():
+        ids = queued_ids(app.broker, actor.queue_name)
+        if ids is None:
+            return 0  # the broker cannot tell what it holds: nothing is known to be lost
+        live |= ids
+    resend = [(i, kind) for i, kind in jobs.lost(app.engine, app.settings.broker.sweep_grace_s) if i not in live]
+    for job_id, kind in resend:
+        tasks.JOBS[kind].send(job_id)
+    if resend:
+        jobs.touch(app.engine, [i for i, _ in resend])
+        log.info("worker.sweep_jobs", jobs=[i for i, _ in resend])
+    return len(resend)
 
 
 def serve(app: App, stop: threading.Event | None = None) -> None:
@@ -75,9 +93,8 @@ def serve(app: App, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    from playlisteval.index.actors import INDEX_QUEUE  # videos to index (issue 3) share the workers
-
-    worker = dramatiq.Worker(app.broker, worker_threads=threads, queues={BUILD_QUEUE, INDEX_QUEUE})
+    # build steps, videos to index (issue 3), questions of the difficulty gate and of judge runs
+    worker = dramatiq.Worker(app.broker, worker_threads=threads, queues=set(tasks.QUEUES))
     # prefetch no more than we can work on: messages for long model calls must not wait in one
     # worker's buffer while another worker idles (dramatiq's default is twice the thread count)
     worker.queue_prefetch = threads

@@ -1,15 +1,18 @@
-"""One process's wiring: settings, store, runner, broker and the actors declared on it."""
+"""One process's wiring: settings, store, runner, broker, and the module-level actors (actors/tasks.py)
+bound to that broker."""
 
 from __future__ import annotations
 
 import os
 import socket
-from functools import partial
+import threading
 
 import dramatiq
 from sqlalchemy.engine import Engine
 
+from playlisteval.actors import tasks
 from playlisteval.actors.leases import LeaseKeeper
+from playlisteval.actors.tasks import BUILD_QUEUE
 from playlisteval.broker import make_broker
 from playlisteval.config import Settings
 from playlisteval.errors import StateError
@@ -17,27 +20,22 @@ from playlisteval.models.runner import Runner
 from playlisteval.state import State
 from playlisteval.store import open_store
 
-BUILD_QUEUE = "build"
-STEP_NAMES: dict[State, str] = {
-    State.PENDING: "generate_qa",
-    State.QA_GENERATED: "check_qa",
-    State.GATED: "generate_distractors",
-    State.DEGRADED: "check_distractors",
-}
+STEP_NAMES: dict[State, str] = {state: actor.actor_name for state, actor in tasks.STEPS.items()}
 
 _current: App | None = None
+_lock = threading.Lock()
 
 
 def current_app() -> App:
+    """This process's App; a worker started by the dramatiq CLI makes it from the settings the actors
+    module found at import."""
+    global _current
+    with _lock:
+        if _current is None and tasks.SETTINGS is not None:
+            App(tasks.SETTINGS, broker=tasks.broker)
     if _current is None:
         raise StateError("no playlisteval App in this process (App(settings) first)")
     return _current
-
-
-def _step(state: State, item_id: int) -> None:
-    from playlisteval.actors.step import run_step
-
-    run_step(current_app(), state, item_id)
 
 
 class App:
@@ -51,27 +49,14 @@ class App:
         self.leases = LeaseKeeper(self.engine, settings.broker.lease_s)  # renewed while each step runs
         self.broker = broker or make_broker(settings)
         dramatiq.set_broker(self.broker)
-        cfg = settings.runner
-        # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts); the
-        # lease need not: it is renewed while the step runs
-        time_limit_ms = int(max(settings.broker.lease_s, cfg.timeout_s * cfg.max_attempts) * 1000)
-        self.actors: dict[State, dramatiq.Actor[[int], None]] = {}
-        for state, name in STEP_NAMES.items():
-            fn = partial(_step, state)
-            fn.__name__ = name  # type: ignore[attr-defined]
-            fn.__module__ = __name__
-            self.actors[state] = dramatiq.actor(
-                actor_name=name, queue_name=BUILD_QUEUE, broker=self.broker,
-                max_retries=5, min_backoff=2_000, max_backoff=120_000, time_limit=time_limit_ms,
-            )(fn)
-        # the "index" queue's actors (issue 3): `playlisteval worker` serves them next to the build's
-        from playlisteval.index.actors import IndexContext, declare_index_actors
-
-        self.index_actors = declare_index_actors(
-            self.broker, lambda: IndexContext(self.settings, self.engine, self.worker_id))
+        tasks.bind(self.broker, settings)
+        self.actors: dict[State, dramatiq.Actor[[int], None]] = dict(tasks.STEPS)
         _current = self
 
     def enqueue(self, item_id: int, state: State) -> None:
         actor = self.actors.get(state)
         if actor is not None:
             actor.send(item_id)
+
+
+__all__ = ["App", "BUILD_QUEUE", "STEP_NAMES", "current_app"]

@@ -10,7 +10,9 @@ budget, no quota) the pass asks nothing more and records the rest as not asked.
 The side each pair is shown on is the benchmark's shared draw (SPEC G5), reversed by ``swap`` for the
 position-bias pass. Model judges play role "G" through
 the runner with purpose "eval" and the run's id on the ledger (SPEC K4); shortcut judges call nothing.
-Every judgment stores exactly what was shown (chunks, frames with their timestamps, transcript lines,
+Each question of a run is one job of the ``eval`` queue (actors/evaluation.py): judged on worker threads in
+this process by default, or by the ``playlisteval worker`` processes with Redis. Every judgment stores
+exactly what was shown (chunks, frames with their timestamps, transcript lines,
 audio files) and how the reply ended.
 """
 
@@ -19,21 +21,22 @@ from __future__ import annotations
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.actors import jobs
+from playlisteval.actors.evaluation import run_jobs
 from playlisteval.config import Settings
-from playlisteval.errors import MediaError
+from playlisteval.errors import MediaError, StateError
 from playlisteval.eval import shortcuts
 from playlisteval.eval.corpus import Corpora, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import MODALITIES, ask, judge_input
 from playlisteval.eval.options import JudgeOptions
-from playlisteval.eval.parallel import run_each
 from playlisteval.eval.runs import record as record_results
 from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
@@ -45,7 +48,7 @@ from playlisteval.models.runner import Runner
 from playlisteval.select.pairs import find_benchmark, pair_texts
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
-from playlisteval.store.tables import BenchmarkPair, JudgeError, JudgeRun, Judgment, now
+from playlisteval.store.tables import BenchmarkPair, JudgeError, JudgeRun, Judgment, Pair, now
 
 log = structlog.get_logger(__name__)
 
@@ -101,7 +104,9 @@ def _run_for(engine: Engine, benchmark_id: int, judge: str, options: JudgeOption
 
 
 def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: str | None = None, *,
-              runner: Runner | None = None, tick: Tick | None = None) -> RunSummary:
+              runner: Runner | None = None, tick: Tick | None = None, wait: bool = True) -> RunSummary:
+    """Judge the benchmark's pairs that have no judgment in this run yet. ``wait=False`` (Redis): send the
+    questions to the workers and return at once with the run as it stands."""
     engine = open_store(settings)
     shortcut = shortcuts.is_shortcut(judge)
     if shortcut:
@@ -121,98 +126,149 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
                 row.finished_at = 0.0  # a pass is under way
                 s.add(row)
     texts = pair_texts(engine, [p for p in sides if p not in done])
-    todo: dict[int, list[int]] = defaultdict(list)
-    for pair_id in sorted(texts):
-        todo[texts[pair_id].item_id].append(pair_id)
+    items = sorted({t.item_id for t in texts.values()})
+    progress = {"done": len(done)}
+
+    def moved(tally: jobs.Tally) -> None:
+        now_done = len(done) + sum(int(r.get("pairs", 0)) for r in tally.results)
+        if tick and now_done != progress["done"]:
+            tick(now_done, len(sides))
+        progress["done"] = now_done
+
+    if tick:
+        tick(progress["done"], len(sides))
+    payload = {"judge": judge, "options": asdict(options), "budget_usd": settings.eval.budget_usd}
+    out = run_jobs(settings, "judge", run_id, items, payload, runner=runner, wait=wait, progress=moved)
+    if not out.waited:
+        return summarize(engine, run_id, options)
+    judged_now = sum(int(r.get("judged_now", 0)) for r in out.tally.results)
+    with transaction(engine) as s:
+        row = s.get(JudgeRun, run_id)
+        if row is not None and (items or not row.finished_at):
+            row.finished_at = now()  # this pass ended: finished, or incomplete if errors remain
+            s.add(row)
+    stop_reason, stop_error = out.stopped
+    if stop_reason:
+        log.warning("eval.stopped", run_id=run_id, judge=judge, reason=stop_reason, error=stop_error)
+    summary = summarize(engine, run_id, options, judged_now=judged_now)
+    summary.stopped = stop_reason
+    return summary
+
+
+_passes: dict[str, tuple[Corpora, Retriever | None]] = {}
+_passes_lock = threading.Lock()
+
+
+def _pass_context(settings: Settings, engine: Engine, pass_id: str, options: JudgeOptions,
+                  needs_evidence: bool) -> tuple[Corpora, Retriever | None]:
+    """The corpora (and retriever) of one pass, made once per process: read by all its questions."""
+    with _passes_lock:
+        if pass_id not in _passes:
+            while len(_passes) >= 4:
+                _passes.pop(next(iter(_passes)))
+            retriever = (Retriever(engine, settings, options.retriever)
+                         if needs_evidence and options.evidence == "retrieved" else None)
+            _passes[pass_id] = (Corpora(engine, settings), retriever)
+        return _passes[pass_id]
+
+
+def options_of(payload: dict[str, Any]) -> JudgeOptions:
+    data = dict(payload)
+    data["size"] = tuple(data["size"])
+    return JudgeOptions(**data)
+
+
+def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job) -> dict[str, Any]:
+    """One question of a judge run (the ``judge_question`` actor's work): its pairs without a judgment
+    asked, judgments and errors recorded; returns the question's counts."""
+    run_id, item_id = job.run_id, job.item_id
+    judge: str = job.payload["judge"]
+    options = options_of(job.payload["options"])
+    with transaction(engine) as s:
+        run = s.get(JudgeRun, run_id)
+        if run is None:
+            raise StateError(f"judge run {run_id} is gone (eval drop?)")
+        sides = {int(p): bool(a) for p, a in s.exec(
+            select(BenchmarkPair.pair_id, BenchmarkPair.a_is_better)
+            .join(Pair, col(Pair.id) == col(BenchmarkPair.pair_id))
+            .where(BenchmarkPair.benchmark_id == run.benchmark_id, Pair.item_id == item_id)).all()}
+        done = set(s.exec(select(Judgment.pair_id).where(Judgment.run_id == run_id,
+                                                         col(Judgment.pair_id).in_(list(sides)))).all())
+    pair_ids = sorted(p for p in sides if p not in done)
+    if not pair_ids:
+        return {"pairs": 0, "judged_now": 0}
+    texts = pair_texts(engine, pair_ids)
+    shortcut = shortcuts.is_shortcut(judge)
     needs_evidence = not shortcut or shortcuts.needs_transcript(judge)
-    questions = load_questions(engine, list(todo))
-    corpora = Corpora(engine, settings)
-    retriever = (Retriever(engine, settings, options.retriever)
-                 if needs_evidence and options.evidence == "retrieved" and todo else None)
-    runner = runner or (None if shortcut else Runner(settings, engine))
+    corpora, retriever = _pass_context(settings, engine, job.pass_id, options, needs_evidence)
+    question = load_questions(engine, [item_id])[item_id]
     generation = GenerationSettings(thinking=options.thinking or None,
                                     media_resolution=options.media_resolution or None)
-    progress = {"done": len(done), "judged_now": 0}
-    stop = {"reason": "", "error": ""}
-    lock = threading.Lock()
     seed = settings.project.seed
+    stop = {"reason": "", "error": ""}
+
+    def stopped() -> bool:
+        """Whether this pass was stopped, here or by another question (in another process, too)."""
+        if not stop["reason"]:
+            stop["reason"], stop["error"] = jobs.stop_of(engine, job.pass_id)
+        return bool(stop["reason"])
 
     def not_asked() -> str:
         return f"not asked: an earlier call failed with {stop['error']}"
 
-    def one_item(item_id: int) -> None:
-        question = questions[item_id]
-        record: dict[str, Any] = {"mode": "none"}
-        transcript, given = "", None
-        failed: dict[int, tuple[str, bool]] = {}
-        rows = []
-        try:
-            if needs_evidence and not stop["reason"]:
-                evidence = select_evidence(corpora, retriever, question, options.evidence, options.scope,
-                                           options.frames, options.frames_per_chunk)
-                transcript = evidence.transcript_block()
-                record = evidence.record()
-                if not shortcut:
-                    given = judge_input(settings, evidence, options.modality, options.size, options.audio)
-                    frames_shown, stream = MODALITIES[options.modality]
-                    record.update(modality=options.modality, frames_shown=frames_shown, stream=stream,
-                                  frame_size=f"{options.size[0]}x{options.size[1]}",
-                                  audio=[p.path for p in given.media if isinstance(p, AudioPart)],
-                                  transcript_lines=len(given.transcript.splitlines()) if given.transcript else 0)
-        except MediaError as exc:  # this question's media could not be read: its pairs fail, the run goes on
-            failed = {p: (f"evidence: {exc}", False) for p in todo[item_id]}
-        for pair_id in todo[item_id]:
-            if pair_id in failed:
+    record: dict[str, Any] = {"mode": "none"}
+    transcript, given = "", None
+    failed: dict[int, tuple[str, bool]] = {}
+    rows = []
+    try:
+        if needs_evidence and not stopped():
+            evidence = select_evidence(corpora, retriever, question, options.evidence, options.scope,
+                                       options.frames, options.frames_per_chunk)
+            transcript = evidence.transcript_block()
+            record = evidence.record()
+            if not shortcut:
+                given = judge_input(settings, evidence, options.modality, options.size, options.audio)
+                frames_shown, stream = MODALITIES[options.modality]
+                record.update(modality=options.modality, frames_shown=frames_shown, stream=stream,
+                              frame_size=f"{options.size[0]}x{options.size[1]}",
+                              audio=[p.path for p in given.media if isinstance(p, AudioPart)],
+                              transcript_lines=len(given.transcript.splitlines()) if given.transcript else 0)
+    except MediaError as exc:  # this question's media could not be read: its pairs fail, the run goes on
+        failed = {p: (f"evidence: {exc}", False) for p in pair_ids}
+    for pair_id in pair_ids:
+        if pair_id in failed:
+            continue
+        if stopped():
+            failed[pair_id] = (not_asked(), False)
+            continue
+        a_is_better = sides[pair_id] != options.swap
+        answer_a, answer_b = texts[pair_id].shown(a_is_better)
+        verdict: str | None
+        if shortcut:
+            verdict, raw = shortcuts.judge(judge, seed, pair_id, strip_citations(answer_a),
+                                           strip_citations(answer_b), transcript,
+                                           salt="swapped" if options.swap else "")
+            outcome, call_id = VERDICT, 0
+        else:
+            assert given is not None
+            try:
+                reply = ask(runner, judge, ROLE, question.text, answer_a, answer_b, given, generation,
+                            purpose=PURPOSE, item_id=item_id, run_id=run_id)
+            except Deferred:  # `eval judge --batch`: its answer comes from a batch; the next pass judges it
                 continue
-            if stop["reason"]:
-                failed[pair_id] = (not_asked(), False)
+            if reply.outcome == ERROR:
+                failed[pair_id] = (reply.error, True)
+                if reply.stop:
+                    jobs.set_stop(engine, job.pass_id, reply.stop, reply.error)
+                    stop["reason"] = ""
+                    stopped()  # the pass's first stop is the one reported
                 continue
-            a_is_better = sides[pair_id] != options.swap
-            answer_a, answer_b = texts[pair_id].shown(a_is_better)
-            verdict: str | None
-            if shortcut:
-                verdict, raw = shortcuts.judge(judge, seed, pair_id, strip_citations(answer_a),
-                                               strip_citations(answer_b), transcript,
-                                               salt="swapped" if options.swap else "")
-                outcome, call_id = VERDICT, 0
-            else:
-                assert runner is not None and given is not None
-                try:
-                    reply = ask(runner, judge, ROLE, question.text, answer_a, answer_b, given, generation,
-                                purpose=PURPOSE, item_id=item_id, run_id=run_id)
-                except Deferred:  # `eval judge --batch`: its answer comes from a batch; the next pass judges it
-                    continue
-                if reply.outcome == ERROR:
-                    failed[pair_id] = (reply.error, True)
-                    if reply.stop:
-                        with lock:
-                            if not stop["reason"]:
-                                stop.update(reason=reply.stop, error=reply.error)
-                    continue
-                verdict, raw, outcome, call_id = reply.verdict, reply.raw, reply.outcome, reply.call_id
-            rows.append(Judgment(run_id=run_id, pair_id=pair_id, a_is_better=a_is_better, verdict=verdict,
-                                 score=score(verdict, a_is_better), raw=raw, evidence=record, outcome=outcome,
-                                 call_id=call_id))
-        added = record_results(engine, run_id, item_id, rows, failed)
-        with lock:
-            progress["done"] += len(todo[item_id])
-            progress["judged_now"] += added
-            if tick:
-                tick(progress["done"], len(sides))
-
-    if tick:
-        tick(progress["done"], len(sides))
-    run_each(one_item, sorted(todo), settings.eval.workers)
-    with transaction(engine) as s:
-        row = s.get(JudgeRun, run_id)
-        if row is not None and (todo or not row.finished_at):
-            row.finished_at = now()  # this pass ended: finished, or incomplete if errors remain
-            s.add(row)
-    if stop["reason"]:
-        log.warning("eval.stopped", run_id=run_id, judge=judge, reason=stop["reason"], error=stop["error"])
-    summary = summarize(engine, run_id, options, judged_now=progress["judged_now"])
-    summary.stopped = stop["reason"]
-    return summary
+            verdict, raw, outcome, call_id = reply.verdict, reply.raw, reply.outcome, reply.call_id
+        rows.append(Judgment(run_id=run_id, pair_id=pair_id, a_is_better=a_is_better, verdict=verdict,
+                             score=score(verdict, a_is_better), raw=raw, evidence=record, outcome=outcome,
+                             call_id=call_id))
+    added = record_results(engine, run_id, item_id, rows, failed)
+    return {"pairs": len(pair_ids), "judged_now": added}
 
 
 def summarize(engine: Engine, run_id: int, options: JudgeOptions, judged_now: int = 0) -> RunSummary:

@@ -7,7 +7,9 @@ pair is neither kept nor dropped on it, its verdict stays open, and ``select`` r
 judge again (a new attempt, past the response cache) while the other judge's verdict is kept. After a
 failure every later call would share (no key, no budget, no quota) the pass asks nothing more.
 
-Each question's evidence is chosen once (``[select] difficulty_evidence`` / ``difficulty_scope``, with
+Each question is one job of the ``select`` queue (actors/evaluation.py): judged on worker threads in this
+process by default, or by the ``playlisteval worker`` processes with Redis. Each question's evidence is
+chosen once (``[select] difficulty_evidence`` / ``difficulty_scope``, with
 the frame settings of ``[eval]``) and shared by its ten pairs. Verdicts are written per question, so
 an interrupted gate (a budget pause) resumes where it stopped. Calls are on the ledger with purpose
 "select": neither the build's cost (SPEC K2) nor a judge's evaluation cost (K4).
@@ -24,11 +26,12 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.actors import jobs
+from playlisteval.actors.evaluation import run_jobs
 from playlisteval.config import Settings
 from playlisteval.eval.corpus import Corpora, check_scope, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import AudioOptions, JudgeInput, ask, judge_input
-from playlisteval.eval.parallel import run_each
 from playlisteval.eval.verdicts import ERROR, VERDICT
 from playlisteval.models.batch import Deferred
 from playlisteval.models.request import GenerationSettings
@@ -65,40 +68,86 @@ def pending_pairs(engine: Engine, item_ids: list[int]) -> dict[int, list[int]]:
 
 
 def run_gate(settings: Settings, engine: Engine, item_ids: list[int], runner: Runner | None = None,
-             tick: Tick | None = None) -> GateReport:
-    """Judge every pending pair of ``item_ids`` with both weak judges; store verdicts and ``kept``."""
+             tick: Tick | None = None, *, wait: bool = True) -> GateReport:
+    """Judge every pending pair of ``item_ids`` with both weak judges; store verdicts and ``kept``.
+    ``wait=False`` (Redis): send the questions to the workers and return at once, nothing decided yet."""
     todo = pending_pairs(engine, item_ids)
     report = GateReport()
     if not todo:
         return report
+    check_scope(settings, settings.select.difficulty_scope)
+    seen = [0]
+
+    def progress(tally: jobs.Tally) -> None:
+        decided = sum(int(r.get("decided", 0)) for r in tally.results)
+        if tick and decided > seen[0]:
+            tick(decided - seen[0])
+        seen[0] = max(seen[0], decided)
+
+    out = run_jobs(settings, "gate", 0, sorted(todo), {"budget_usd": settings.select.budget_usd}, runner=runner,
+                   wait=wait, progress=progress)
+    faults: Counter[str] = Counter()
+    for result in out.tally.results:
+        report.judged += int(result.get("decided", 0))
+        report.kept += int(result.get("kept", 0))
+        report.dropped += int(result.get("dropped", 0))
+        report.errors += int(result.get("errors", 0))
+        faults.update({str(m): int(n) for m, n in dict(result.get("faults", {})).items()})
+    report.undecided = sum(len(v) for v in pending_pairs(engine, item_ids).values())
+    report.stopped = out.stopped[0]
+    report.messages = [m for m, _ in faults.most_common()]
+    return report
+
+
+_passes: dict[str, tuple[Corpora, Retriever | None]] = {}
+_passes_lock = threading.Lock()
+
+
+def _pass_context(settings: Settings, engine: Engine, pass_id: str) -> tuple[Corpora, Retriever | None]:
+    """The corpora (and retriever) of one pass, made once per process: read by all its questions."""
+    with _passes_lock:
+        if pass_id not in _passes:
+            while len(_passes) >= 4:
+                _passes.pop(next(iter(_passes)))
+            retriever = Retriever(engine, settings) if settings.select.difficulty_evidence == "retrieved" else None
+            _passes[pass_id] = (Corpora(engine, settings), retriever)
+        return _passes[pass_id]
+
+
+def gate_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job) -> dict[str, Any]:
+    """One question of the gate (the ``gate_question`` actor's work): its pending pairs judged by both
+    weak judges, verdicts and ``kept`` written in one transaction; returns the question's counts."""
+    item_id = job.item_id
+    pair_ids = pending_pairs(engine, [item_id]).get(item_id, [])
+    if not pair_ids:
+        return {"decided": 0}
     cfg = settings.select
-    check_scope(settings, cfg.difficulty_scope)
-    runner = runner or Runner(settings, engine)
-    corpora = Corpora(engine, settings)
-    retriever = Retriever(engine, settings) if cfg.difficulty_evidence == "retrieved" else None
-    questions = load_questions(engine, list(todo))
+    corpora, retriever = _pass_context(settings, engine, job.pass_id)
+    question = load_questions(engine, [item_id])[item_id]
     models = {role: settings.model_for(role) for role in ROLES}
-    lock = threading.Lock()
     with transaction(engine) as s:  # what an earlier pass left: the usable verdicts are kept
         earlier = {int(p or 0): dict(d) for p, d in s.exec(
-            select(Pair.id, Pair.difficulty).where(col(Pair.id).in_([p for ps in todo.values() for p in ps]))).all()
-            if d}
-
+            select(Pair.id, Pair.difficulty).where(col(Pair.id).in_(pair_ids))).all() if d}
     retries = max(0, settings.build.malformed_retries)
     stop = {"reason": "", "error": ""}
-    faults: Counter[str] = Counter()
 
-    def judge_once(role: str, question: str, answer_a: str, answer_b: str, given: JudgeInput, item_id: int,
-                   a_is_better: bool, before: dict[str, Any] | None) -> dict[str, Any]:
+    def stopped() -> bool:
+        """Whether this pass was stopped, here or by another question (in another process, too)."""
+        if not stop["reason"]:
+            stop["reason"], stop["error"] = jobs.stop_of(engine, job.pass_id)
+        return bool(stop["reason"])
+
+    def judge_once(role: str, answer_a: str, answer_b: str, given: JudgeInput, a_is_better: bool,
+                   before: dict[str, Any] | None) -> dict[str, Any]:
         """One weak judge's result for one pair, asked now (``before``: its fault in an earlier pass)."""
         asked = int(before.get("asks", 0)) if before and before.get("model") == models[role] else 0
         result: dict[str, Any] = {"model": models[role], "verdict": None, "outcome": ERROR, "correct": False,
                                   "call_id": 0, "asks": asked}
         for _ in range(retries + 1):
-            if stop["reason"]:
+            if stopped():
                 result["fault"] = f"not asked: an earlier call failed with {stop['error']}"
                 return result
-            reply = ask(runner, models[role], role, question, answer_a, answer_b, given, GenerationSettings(),
+            reply = ask(runner, models[role], role, question.text, answer_a, answer_b, given, GenerationSettings(),
                         purpose=PURPOSE, item_id=item_id, attempt=result["asks"])
             result.update(verdict=reply.verdict, outcome=reply.outcome, call_id=reply.call_id, asks=result["asks"] + 1,
                           correct=reply.outcome == VERDICT and (reply.verdict == "A") == a_is_better)
@@ -108,79 +157,68 @@ def run_gate(settings: Settings, engine: Engine, item_ids: list[int], runner: Ru
             if reply.outcome == ERROR:
                 result["fault"] = reply.error
                 if reply.stop:
-                    with lock:
-                        if not stop["reason"]:
-                            stop.update(reason=reply.stop, error=reply.error)
+                    jobs.set_stop(engine, job.pass_id, reply.stop, reply.error)
+                    stop["reason"] = ""
+                    stopped()  # the pass's first stop is the one reported
                 return result  # the runner has retried what was worth retrying
             result["fault"] = f"{reply.outcome}: the reply holds no [[A]] or [[B]]"
         return result
 
-    def one_item(item_id: int) -> None:
-        question = questions[item_id]
-        texts = pair_texts(engine, todo[item_id])
-        verdicts: dict[int, dict[str, Any]] = {}
-        given: JudgeInput | None = None
-        evidence_record: dict[str, Any] = {}
-        for pair_id in todo[item_id]:
-            pair = texts[pair_id]
-            a_is_better = side_of(settings.project.seed, pair.key, draw="F2")  # content-keyed: any store
-            answer_a, answer_b = pair.shown(a_is_better)
-            before = earlier.get(pair_id) or {}
-            if before.get("a_is_better") != a_is_better:
-                before = {}  # shown on the other side before: those verdicts do not apply
-            record: dict[str, Any] = {"a_is_better": a_is_better, "evidence": before.get("evidence", {})}
-            waiting = False
-            for role in ROLES:
-                prior = before.get(role)
-                if prior and prior.get("outcome") == VERDICT and prior.get("model") == models[role]:
-                    record[role] = prior
-                    continue
-                if given is None and not stop["reason"]:
-                    evidence = select_evidence(corpora, retriever, question, cfg.difficulty_evidence,
-                                               cfg.difficulty_scope, settings.eval.frames,
-                                               settings.eval.frames_per_chunk)
-                    evidence_record = evidence.record()
-                    given = judge_input(settings, evidence, settings.eval.modality, settings.eval.frame_size,
-                                        AudioOptions(settings.eval.audio_mode, settings.eval.audio_speed,
-                                                     settings.eval.audio_pause_s))
-                if given is None:  # stopped before this question's evidence was made
-                    record[role] = {"model": models[role], "verdict": None, "outcome": ERROR, "correct": False,
-                                    "call_id": 0, "asks": int((prior or {}).get("asks", 0)),
-                                    "fault": f"not asked: an earlier call failed with {stop['error']}"}
-                    continue
-                record["evidence"] = evidence_record
-                try:
-                    record[role] = judge_once(role, question.text, answer_a, answer_b, given, item_id, a_is_better,
-                                              prior)
-                except Deferred:  # `select --batch`: the answer comes from a batch; the next pass decides the pair
-                    waiting = True
-                    break
-            if not waiting:
-                verdicts[pair_id] = record
-        decided = {p: all(r[x]["outcome"] == VERDICT for x in ROLES) for p, r in verdicts.items()}
-        with transaction(engine) as s:
-            for row in s.exec(select(Pair).where(col(Pair.id).in_(list(verdicts)))).all():
-                record = verdicts[int(row.id or 0)]
-                row.difficulty = record
-                # kept iff a weak judge got it wrong; open (None) while a judge has no usable verdict
-                row.kept = (not all(record[role]["correct"] for role in ROLES)) if decided[int(row.id or 0)] else None
-                s.add(row)
-        with lock:
-            for pair_id, record in verdicts.items():
-                if not decided[pair_id]:
-                    report.errors += sum(1 for x in ROLES if record[x]["outcome"] != VERDICT)
-                    faults.update(str(record[x].get("fault", "")) for x in ROLES if record[x]["outcome"] != VERDICT)
-                    continue
-                report.judged += 1
-                if all(record[x]["correct"] for x in ROLES):
-                    report.dropped += 1
-                else:
-                    report.kept += 1
-        if tick:
-            tick(sum(decided.values()))
-
-    run_each(one_item, sorted(todo), settings.eval.workers)
-    report.undecided = sum(len(v) for v in pending_pairs(engine, item_ids).values())
-    report.stopped = stop["reason"]
-    report.messages = [m for m, _ in faults.most_common()]
-    return report
+    texts = pair_texts(engine, pair_ids)
+    verdicts: dict[int, dict[str, Any]] = {}
+    given: JudgeInput | None = None
+    evidence_record: dict[str, Any] = {}
+    for pair_id in pair_ids:
+        pair = texts[pair_id]
+        a_is_better = side_of(settings.project.seed, pair.key, draw="F2")  # content-keyed: any store
+        answer_a, answer_b = pair.shown(a_is_better)
+        before = earlier.get(pair_id) or {}
+        if before.get("a_is_better") != a_is_better:
+            before = {}  # shown on the other side before: those verdicts do not apply
+        record: dict[str, Any] = {"a_is_better": a_is_better, "evidence": before.get("evidence", {})}
+        waiting = False
+        for role in ROLES:
+            prior = before.get(role)
+            if prior and prior.get("outcome") == VERDICT and prior.get("model") == models[role]:
+                record[role] = prior
+                continue
+            if given is None and not stopped():
+                evidence = select_evidence(corpora, retriever, question, cfg.difficulty_evidence,
+                                           cfg.difficulty_scope, settings.eval.frames,
+                                           settings.eval.frames_per_chunk)
+                evidence_record = evidence.record()
+                given = judge_input(settings, evidence, settings.eval.modality, settings.eval.frame_size,
+                                    AudioOptions(settings.eval.audio_mode, settings.eval.audio_speed,
+                                                 settings.eval.audio_pause_s))
+            if given is None:  # stopped before this question's evidence was made
+                record[role] = {"model": models[role], "verdict": None, "outcome": ERROR, "correct": False,
+                                "call_id": 0, "asks": int((prior or {}).get("asks", 0)),
+                                "fault": f"not asked: an earlier call failed with {stop['error']}"}
+                continue
+            record["evidence"] = evidence_record
+            try:
+                record[role] = judge_once(role, answer_a, answer_b, given, a_is_better, prior)
+            except Deferred:  # `select --batch`: the answer comes from a batch; the next pass decides the pair
+                waiting = True
+                break
+        if not waiting:
+            verdicts[pair_id] = record
+    decided = {p: all(r[x]["outcome"] == VERDICT for x in ROLES) for p, r in verdicts.items()}
+    with transaction(engine) as s:
+        for row in s.exec(select(Pair).where(col(Pair.id).in_(list(verdicts)))).all():
+            record = verdicts[int(row.id or 0)]
+            row.difficulty = record
+            # kept iff a weak judge got it wrong; open (None) while a judge has no usable verdict
+            row.kept = (not all(record[role]["correct"] for role in ROLES)) if decided[int(row.id or 0)] else None
+            s.add(row)
+    counts: dict[str, Any] = {"decided": 0, "kept": 0, "dropped": 0, "errors": 0}
+    faults: Counter[str] = Counter()
+    for pair_id, record in verdicts.items():
+        if not decided[pair_id]:
+            counts["errors"] += sum(1 for x in ROLES if record[x]["outcome"] != VERDICT)
+            faults.update(str(record[x].get("fault", "")) for x in ROLES if record[x]["outcome"] != VERDICT)
+            continue
+        counts["decided"] += 1
+        counts["dropped" if all(record[x]["correct"] for x in ROLES) else "kept"] += 1
+    counts["faults"] = dict(faults)
+    return counts

@@ -111,6 +111,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     # leases renewed by a heartbeat while a step runs (issue 10)
     # (DOUBLE PRECISION, not REAL: REAL is float4 on PostgreSQL, a timestamp to the nearest ~2 minutes)
     ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "DOUBLE PRECISION", "0")),
+    # select's difficulty gate and judge runs as actors: one job per question (issue 10)
+    ("0520_work_job", create_tables("work_job")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

@@ -521,3 +521,27 @@ class ModelBatchRequest(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
     finished_at: float | None = None
     checked: bool = False  # 0802: the caller checks the reply's meaning (``validate``): its answer waits as try 0
+
+
+class WorkJob(SQLModel, table=True):
+    """One question's share of `select` or `eval judge` work, done by an actor (issue 10): ``kind`` "gate"
+    (run_id 0) or "judge". Unique per (kind, run, item), so sending it again is harmless; a worker claims
+    it with a lease (renewed while it runs) and marks it done or failed. ``pass_id`` names the command's
+    pass (its shared stop flag); ``payload`` carries what a worker needs beyond ids (a run's options).
+
+    state: queued → running → done / failed (queued again by the next pass)."""
+
+    __tablename__ = "work_job"
+    __table_args__ = (UniqueConstraint("kind", "run_id", "item_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(index=True)
+    run_id: int = 0
+    item_id: int
+    pass_id: str = ""
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    result: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))  # the job's counts
+    state: str = Field(default="queued", index=True)
+    worker: str = ""  # the process that did it last (host:pid)
+    error: str = ""
+    lease_until: float = 0.0
+    updated_at: float = Field(default_factory=now)

@@ -1,0 +1,149 @@
+"""`select`'s difficulty gate and `eval judge` on the actors: one job per question (actors/jobs.py).
+
+``run_jobs`` is how a command runs them: with the in-process broker (the default, or whenever the command
+brings its own runner — a batched one) on worker threads in this process until they are done; with Redis
+it sends one message per job to the ``playlisteval worker`` processes and waits, reading progress from the
+store (or returns at once, ``wait=False``). ``run_job`` is the actors' body: claim the job, do the
+question's work under a renewed lease, record the outcome. Its work is found by name (``HANDLERS``), so the
+engine does not import the packages that use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dramatiq
+import structlog
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.errors import QueueJoinTimeout
+
+from playlisteval import errors
+from playlisteval.actors import jobs, tasks
+from playlisteval.actors.app import App, current_app
+from playlisteval.broker import is_redis
+from playlisteval.config import Settings
+from playlisteval.errors import InfrastructureError, PlaylistEvalError, as_infrastructure
+from playlisteval.models.runner import Runner
+from playlisteval.store import open_store
+
+log = structlog.get_logger(__name__)
+
+#: kind → "module:function" doing one job: fn(settings, engine, runner, job) → the job's counts
+HANDLERS = {"gate": "playlisteval.select.difficulty:gate_job", "judge": "playlisteval.eval.judge:judge_job"}
+Progress = Callable[[jobs.Tally], None]
+
+
+def _handler(kind: str) -> Callable[..., dict[str, Any]]:
+    module, _, name = HANDLERS[kind].partition(":")
+    fn: Callable[..., dict[str, Any]] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+def _runner_for(app: App, job: jobs.Job) -> tuple[Settings, Runner]:
+    """The App's runner, or one whose settings carry the command's budget (``--budget``) when it differs
+    from this worker's own."""
+    budget = job.payload.get("budget_usd")
+    section = "select" if job.kind == "gate" else "eval"
+    if budget is None or float(getattr(app.settings, section).budget_usd) == float(budget):
+        return app.settings, app.runner
+    settings = app.settings.model_copy(deep=True)
+    getattr(settings, section).budget_usd = float(budget)
+    return settings, Runner(settings, app.engine, worker=app.worker_id)
+
+
+def run_job(job_id: int, kind: str) -> None:
+    app = current_app()
+    lease_s = app.settings.broker.lease_s
+    job = jobs.claim(app.engine, job_id, app.worker_id, lease_s)
+    if job is None:
+        log.debug("job.skipped", job=job_id, kind=kind, why="done or held")
+        return
+    log.debug("job.start", job=job_id, kind=kind, item=job.item_id, run=job.run_id)
+    try:
+        settings, runner = _runner_for(app, job)
+        with jobs.renewed(app.engine, job_id, app.worker_id, lease_s):
+            result = _handler(job.kind)(settings, app.engine, runner, job)
+    except Exception as exc:
+        infra = as_infrastructure(exc)
+        if infra is not None:  # Redis or the store, not the question: give it back, dramatiq retries it
+            with contextlib.suppress(Exception):  # else the lease lapses and the sweeper resends it
+                jobs.release(app.engine, job_id, app.worker_id)
+            log.warning("job.infrastructure", job=job_id, kind=kind, error=str(infra))
+            raise infra from exc
+        log.error("job.failed", job=job_id, kind=kind, item=job.item_id, error=f"{type(exc).__name__}: {exc}")
+        jobs.finish(app.engine, job_id, app.worker_id, error=f"{type(exc).__name__}: {exc}")
+        return
+    jobs.finish(app.engine, job_id, app.worker_id, result)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    tally: jobs.Tally
+    stopped: tuple[str, str]  # (reason, error) when a job stopped the pass
+    waited: bool = True
+
+
+def _raise_failed(kind: str, failed: Sequence[str]) -> None:
+    """A job that failed raises here as what it raised there (its error's class, when it is ours)."""
+    first = failed[0]
+    name, _, message = first.partition(": ")
+    cls = getattr(errors, name, None)
+    more = f" (and {len(failed) - 1} more question(s))" if len(failed) > 1 else ""
+    if isinstance(cls, type) and issubclass(cls, PlaylistEvalError):
+        raise cls(message + more)
+    raise PlaylistEvalError(f"{kind}: {first}{more}")
+
+
+def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int], payload: dict[str, Any], *,
+             runner: Runner | None = None, wait: bool = True, progress: Progress | None = None) -> Outcome:
+    """Run one job per item of ``item_ids`` (see the module's docstring); raise what a failed job raised."""
+    engine = open_store(settings)
+    pass_id = jobs.new_pass()
+    ids = jobs.prepare(engine, kind, run_id, item_ids, pass_id, payload)
+    actor = tasks.JOBS[kind]
+    queue = actor.queue_name
+    if runner is not None or not is_redis(settings.broker.url):
+        stub = StubBroker()
+        app = App(settings, engine=engine, runner=runner, broker=stub)
+        worker = dramatiq.Worker(app.broker, worker_threads=settings.eval.workers, worker_timeout=100)
+        worker.start()
+        try:
+            for job_id in ids:
+                actor.send(job_id)
+            while True:
+                try:
+                    stub.join(queue, timeout=500, fail_fast=False)
+                    break
+                except QueueJoinTimeout:
+                    if progress:
+                        progress(jobs.tally(engine, ids))
+        finally:
+            worker.stop()
+            app.leases.close()
+    else:
+        app = App(settings, engine=engine)
+        for job_id in ids:
+            actor.send(job_id)
+        jobs.touch(engine, ids)
+        if not wait:
+            return Outcome(jobs.tally(engine, ids), ("", ""), waited=False)
+        log.info("jobs.waiting", kind=kind, jobs=len(ids), queue=queue, broker=settings.broker.url)
+        while (tally := jobs.tally(engine, ids)).open:
+            if progress:
+                progress(tally)
+            time.sleep(0.5)
+    tally = jobs.tally(engine, ids)
+    if progress:
+        progress(tally)
+    stopped = jobs.stop_of(engine, pass_id)
+    jobs.clear_stop(engine, pass_id)
+    if tally.failed:
+        _raise_failed(kind, tally.failed)
+    if tally.open:  # the in-process broker gave up on a job (Redis or the store kept failing under it)
+        raise InfrastructureError(f"{tally.open} {kind} job(s) unfinished: run the command again")
+    return Outcome(tally, stopped)

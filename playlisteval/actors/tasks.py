@@ -1,0 +1,169 @@
+"""Every kind of work as a module-level dramatiq actor on a named queue, taking ids (issue 10):
+
+    queue "build":  generate_qa, check_qa, generate_distractors, check_distractors (item id)
+    queue "index":  index_video (video id, embedder, run)
+    queue "select": gate_question (job id: one question of the difficulty gate)
+    queue "eval":   judge_question (job id: one question of a judge run)
+
+Importing this module sets up the broker from the project's settings (found through PLAYLISTEVAL_PROJECT or
+the working directory), so ``dramatiq playlisteval.actors.tasks`` serves the same queues as ``playlisteval
+worker``, sweeper included (a worker middleware). In a process that makes an ``App`` (the CLI, the tests),
+the App binds these same actors to its own broker (``bind``): one declaration, any broker.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import dramatiq
+import structlog
+from dramatiq.brokers.stub import StubBroker
+
+from playlisteval.config import Settings
+from playlisteval.state import State
+
+log = structlog.get_logger(__name__)
+
+BUILD_QUEUE = "build"
+INDEX_QUEUE = "index"  # the same name as index/actors.py's private pipeline broker
+SELECT_QUEUE = "select"
+EVAL_QUEUE = "eval"
+QUEUES = (BUILD_QUEUE, INDEX_QUEUE, SELECT_QUEUE, EVAL_QUEUE)
+
+#: the settings this module's broker came from, when a project was found at import (the dramatiq CLI)
+SETTINGS: Settings | None = None
+
+
+class Sweeper(dramatiq.Middleware):
+    """The sweeper of ``playlisteval worker`` as a worker middleware, for the dramatiq CLI."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        threading.Thread(target=self._run, daemon=True, name="sweeper").start()
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        from playlisteval.actors.app import current_app
+        from playlisteval.workers import sweep_once
+
+        app = current_app()
+        while not self._stop.wait(app.settings.broker.sweep_every_s):
+            try:
+                sweep_once(app)
+            except Exception as exc:  # Redis or the store is down: the next sweep tries again
+                log.warning("worker.sweep_failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def _bootstrap() -> dramatiq.Broker:
+    """The broker these actors are declared on at import: the process's own if it has one, else the
+    project's (PLAYLISTEVAL_PROJECT or the working directory), else an in-process placeholder."""
+    global SETTINGS
+    from dramatiq import broker as dramatiq_broker
+
+    existing = dramatiq_broker.global_broker
+    if existing is not None:
+        return existing
+    try:
+        from playlisteval.broker import is_redis, make_broker
+        from playlisteval.config import load_settings
+
+        project = os.environ.get("PLAYLISTEVAL_PROJECT")
+        settings = load_settings(Path(project) if project else None)
+        broker = make_broker(settings)
+        if is_redis(settings.broker.url):
+            broker.add_middleware(Sweeper())
+        SETTINGS = settings
+    except Exception:  # no project here: an App binds the actors to its broker later
+        broker = StubBroker()
+    dramatiq.set_broker(broker)
+    return broker
+
+
+broker = _bootstrap()
+_RETRIES: dict[str, Any] = dict(max_retries=5, min_backoff=2_000, max_backoff=120_000)
+
+
+def _step(state: State, item_id: int) -> None:
+    from playlisteval.actors.app import current_app
+    from playlisteval.actors.step import run_step
+
+    run_step(current_app(), state, item_id)
+
+
+@dramatiq.actor(actor_name="generate_qa", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
+def generate_qa(item_id: int) -> None:
+    _step(State.PENDING, item_id)
+
+
+@dramatiq.actor(actor_name="check_qa", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
+def check_qa(item_id: int) -> None:
+    _step(State.QA_GENERATED, item_id)
+
+
+@dramatiq.actor(actor_name="generate_distractors", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
+def generate_distractors(item_id: int) -> None:
+    _step(State.GATED, item_id)
+
+
+@dramatiq.actor(actor_name="check_distractors", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
+def check_distractors(item_id: int) -> None:
+    _step(State.DEGRADED, item_id)
+
+
+@dramatiq.actor(actor_name="index_video", queue_name=INDEX_QUEUE, broker=broker, max_retries=3, min_backoff=1_000,
+                max_backoff=30_000)
+def index_video(video_id: int, embedder: str, run: str) -> None:
+    from playlisteval.actors.app import current_app
+    from playlisteval.index.work import index_video as work
+
+    app = current_app()
+    work(app.settings, app.engine, video_id, embedder, run, app.worker_id)
+
+
+@dramatiq.actor(actor_name="gate_question", queue_name=SELECT_QUEUE, broker=broker, **_RETRIES)
+def gate_question(job_id: int) -> None:
+    from playlisteval.actors.evaluation import run_job
+
+    run_job(job_id, "gate")
+
+
+@dramatiq.actor(actor_name="judge_question", queue_name=EVAL_QUEUE, broker=broker, **_RETRIES)
+def judge_question(job_id: int) -> None:
+    from playlisteval.actors.evaluation import run_job
+
+    run_job(job_id, "judge")
+
+
+#: the build's step per working state
+STEPS: dict[State, dramatiq.Actor[[int], None]] = {
+    State.PENDING: generate_qa, State.QA_GENERATED: check_qa, State.GATED: generate_distractors,
+    State.DEGRADED: check_distractors,
+}
+#: a job's actor per kind (actors/jobs.py)
+JOBS: dict[str, dramatiq.Actor[[int], None]] = {"gate": gate_question, "judge": judge_question}
+ALL: tuple[dramatiq.Actor[..., None], ...] = (*STEPS.values(), index_video, gate_question, judge_question)
+
+
+def bind(target: dramatiq.Broker, settings: Settings) -> None:
+    """Declare every actor on ``target`` (an App's broker) with time limits from ``settings``."""
+    cfg = settings.runner
+    # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts); the
+    # lease need not: it is renewed while the step runs
+    step_ms = int(max(settings.broker.lease_s, cfg.timeout_s * cfg.max_attempts) * 1000)
+    # a long video with ASR can take many minutes: the limit follows the video lease
+    index_ms = int(max(settings.index.lease_s, 60) * 1000)
+    # a question of the gate or a judge run: ten pairs, two weak judges each
+    job_ms = 20 * step_ms
+    for actor in ALL:
+        limit = index_ms if actor is index_video else job_ms if actor in JOBS.values() else step_ms
+        actor.options["time_limit"] = limit
+        if actor.broker is not target or actor.actor_name not in target.get_declared_actors():
+            actor.broker = target
+            target.declare_actor(actor)
