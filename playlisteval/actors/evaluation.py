@@ -99,6 +99,11 @@ def _raise_failed(kind: str, failed: Sequence[str]) -> None:
     raise PlaylistEvalError(f"{kind}: {first}{more}")
 
 
+def fans_out(settings: Settings, runner: Runner | None = None) -> bool:
+    """Whether ``run_jobs`` sends the jobs to worker processes (Redis, and no runner of the command's own)."""
+    return runner is None and is_redis(settings.broker.url)
+
+
 def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int], payload: dict[str, Any], *,
              runner: Runner | None = None, wait: bool = True, progress: Progress | None = None) -> Outcome:
     """Run one job per item of ``item_ids`` (see the module's docstring); raise what a failed job raised."""
@@ -107,7 +112,7 @@ def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int]
     ids = jobs.prepare(engine, kind, run_id, item_ids, pass_id, payload)
     actor = tasks.JOBS[kind]
     queue = actor.queue_name
-    if runner is not None or not is_redis(settings.broker.url):
+    if not fans_out(settings, runner):
         stub = StubBroker()
         app = App(settings, engine=engine, runner=runner, broker=stub)
         worker = dramatiq.Worker(app.broker, worker_threads=settings.eval.workers, worker_timeout=100)

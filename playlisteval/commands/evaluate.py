@@ -51,10 +51,14 @@ def _bar(enabled: bool = True, step: str = "eval", unit: str = "pairs") -> Itera
               help="Send the weak judges' calls through their provider's batch API (half price, answers within "
                    "24 h; the command waits up to [batch] wait_s). Default: on when [batch] roles lists F_first "
                    "or F_second.")
+@click.option("--wait/--no-wait", default=True,
+              help="With a Redis broker: wait for the `playlisteval worker` processes to judge every question "
+                   "(default), or send the questions and return at once (run `select` again to draw).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context
 def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int | None,
-               pairs_per_domain: int | None, budget: float | None, use_batch: bool | None, as_json: bool) -> None:
+               pairs_per_domain: int | None, budget: float | None, use_batch: bool | None, wait: bool,
+               as_json: bool) -> None:
     """Draw the benchmark from the accepted items (SPEC F).
 
     \b
@@ -85,8 +89,15 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
     weak = ("F_first", "F_second")
     with _bar(not as_json, "select") as update:
         out, batches = run_maybe_batched(settings, weak, batch_wanted(settings, weak, use_batch), lambda runner: (
-            select_benchmark(settings, name, runner=runner, progress=update)))
+            select_benchmark(settings, name, runner=runner, progress=update, wait=wait)))
     print_batch_report(batches, stderr=as_json)
+    if out.sent:  # --no-wait: the workers have the questions; nothing is drawn yet
+        if as_json:
+            emit_json({"benchmark_id": 0, "name": out.name, "created": False, "sent": True, "warnings": out.warnings})
+        else:
+            for warning in out.warnings:
+                console.print(f"[yellow]sent:[/] {warning}", highlight=False)
+        return
     if as_json:
         click.echo(json.dumps({
             "benchmark_id": out.benchmark_id, "name": out.name, "created": out.created, "pairs": out.pairs,
@@ -172,13 +183,16 @@ _MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+a
               help="Send the judges' calls through their provider's batch API (half price, answers within 24 h; "
                    "the command waits up to [batch] wait_s, and running it again collects what was still "
                    "running). Default: on when [batch] roles lists G.")
+@click.option("--wait/--no-wait", default=True,
+              help="With a Redis broker: wait for the `playlisteval worker` processes to judge every question "
+                   "(default), or send the questions and return at once with the runs as they stand.")
 @click.option("--json", "as_json", is_flag=True, help="Print each run's summary as a JSON line.")
 @click.pass_context
 def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None, evidence: str | None,
               scope: str | None, swap: bool, modality: str | None, frames: int | None, size: str | None,
               thinking: str | None, media_resolution: str | None, audio_speed: float | None,
               audio_mode: str | None, retriever: str | None, budget: float | None, use_batch: bool | None,
-              as_json: bool) -> None:
+              wait: bool, as_json: bool) -> None:
     """Run judges over the benchmark's pairs with the G4 prompt (SPEC G).
 
     Each judge with these options is one run, named by a hash of its options (`eval runs` lists them);
@@ -215,7 +229,7 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
 
             batched = batch_wanted(settings, ("G",), use_batch) and not judge.startswith("shortcut/")
             def work(runner: Any, name: str = judge, step: Any = tick) -> Any:
-                return run_judge(settings, name, options, benchmark, runner=runner, tick=step)
+                return run_judge(settings, name, options, benchmark, runner=runner, tick=step, wait=wait)
 
             summary, batches = run_maybe_batched(settings, ("G",), batched, work)
         print_batch_report(batches, stderr=as_json)

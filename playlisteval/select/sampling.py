@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.actors.evaluation import fans_out
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.models.runner import Runner
@@ -56,6 +57,7 @@ class Selection:
     selected: int = 0  # items moved to selected now
     too_easy: int = 0  # items moved to too_easy now
     warnings: list[str] = field(default_factory=list)
+    sent: bool = False  # the gate's questions were sent to the workers, not waited for (--no-wait)
 
     @property
     def pairs(self) -> int:
@@ -71,7 +73,9 @@ def _sample(rng_key: str, keys: dict[int, str], n: int) -> list[int]:
 
 
 def select_benchmark(settings: Settings, name: str | None = None, *, runner: Runner | None = None,
-                     progress: Progress | None = None) -> Selection:
+                     progress: Progress | None = None, wait: bool = True) -> Selection:
+    """Draw the benchmark (see the module's docstring). ``wait=False`` with Redis: the difficulty gate's
+    questions are sent to the `playlisteval worker` processes and nothing is drawn until `select` runs again."""
     engine = open_store(settings)
     name = name or settings.select.benchmark
     with transaction(engine) as s:
@@ -112,7 +116,11 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
 
     if progress:
         progress("difficulty gate", done[0], total)
-    gate = run_gate(settings, engine, every, runner=runner, tick=tick)
+    gate = run_gate(settings, engine, every, runner=runner, tick=tick, wait=wait)
+    if not wait and fans_out(settings, runner) and gate.undecided:
+        warnings.append(f"the difficulty gate's questions ({gate.undecided} pair(s)) were sent to the workers: run "
+                        "`playlisteval select` again once they are done to draw the benchmark")
+        return Selection(0, name, created=False, gate=gate, warnings=warnings, sent=True)
     if gate.undecided:  # a weak judge's fault leaves pairs open: no draw from a partial gate (issue 9)
         warnings.append(f"{gate.undecided} pair(s) have no difficulty verdict yet (a weak judge's call failed): "
                         "run `playlisteval select` again to ask again; nothing was drawn")

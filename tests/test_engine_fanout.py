@@ -1,0 +1,164 @@
+"""One engine (issue 10, deliverable 1): `select`'s difficulty gate and `eval judge` fan out over Redis to
+`playlisteval worker` processes started as real subprocesses, each doing a share of the questions, and give
+the same verdicts, benchmark and judgments as the in-process workers do on a copy of the same store."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from playlisteval.build import build
+from playlisteval.cli import main
+from playlisteval.config import Settings, load_settings
+from playlisteval.index.collection import add_paths
+from playlisteval.index.pipeline import index_collection
+from playlisteval.store import open_store
+from playlisteval.synth.make import make_collection
+from tests.fault_helpers import REPO, Fleet
+from tests.helpers import QUIET_SIM, env_for, project
+
+OVERRIDES: dict[str, object] = dict(
+    index__embedder="hash", index__ocr="none", index__segment_min_s=60, index__segment_max_s=90, eval__frames=16,
+    select__questions_per_domain=0, select__pairs_per_domain=30, broker__sweep_every_s=1,
+    broker__sweep_grace_s=5, **QUIET_SIM)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    root = tmp_path_factory.mktemp("fanout")
+    settings = project(root, **OVERRIDES)
+    make_collection(root / "videos", domains=2, playlists=1, videos=3, minutes=3, seed=0)
+    engine = open_store(settings)
+    for domain in sorted(p for p in (root / "videos").iterdir() if p.is_dir()):
+        add_paths(engine, domain.name, sorted(domain.iterdir()))
+    index_collection(settings, engine)
+    build(settings)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def pristine(built: Settings, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the built project before anything was selected."""
+    copy = tmp_path_factory.mktemp("pristine") / "p"
+    shutil.copytree(built.root, copy)
+    return copy
+
+
+def cli(root: Path, env: dict[str, str], *args: str) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(main, ["--project", str(root), *args], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+
+
+def rows(engine: Engine, sql: str) -> list[Any]:
+    with engine.connect() as conn:
+        return list(conn.execute(text(sql)))
+
+
+def outcome(engine: Engine) -> dict[str, Any]:
+    """What the gate and the judge run decided, by ids (equal in a copy of the store)."""
+    return {
+        "kept": rows(engine, "SELECT id, kept FROM pair ORDER BY id"),
+        "verdicts": [(i, json.loads(d) if isinstance(d, str) else d) for i, d in
+                     rows(engine, "SELECT id, difficulty FROM pair ORDER BY id")],
+        "benchmark": rows(engine, "SELECT pair_id, a_is_better FROM benchmark_pair ORDER BY pair_id"),
+        "judgments": rows(engine, "SELECT pair_id, verdict, score, outcome FROM judgment ORDER BY pair_id"),
+    }
+
+
+def _no_call_ids(verdicts: list[Any]) -> list[Any]:
+    """Ledger row ids differ with who called first; everything else must match."""
+    out = []
+    for pair_id, record in verdicts:
+        record = {k: ({kk: vv for kk, vv in v.items() if kk != "call_id"} if isinstance(v, dict) else v)
+                  for k, v in (record or {}).items()}
+        out.append((pair_id, record))
+    return out
+
+
+def test_select_and_eval_judge_fan_out_to_two_worker_processes(built: Settings, pristine: Path, redis_url: str,
+                                                               tmp_path: Path) -> None:
+    twin = tmp_path / "twin"  # the same store, for the in-process run to compare with
+    shutil.copytree(pristine, twin)
+    env = env_for(**OVERRIDES, broker__url=redis_url)
+    engine = open_store(built)
+    with Fleet(built.root, env, n=2, threads=2) as fleet:
+        [sel] = cli(built.root, env, "select", "--json")
+        [run] = cli(built.root, env, "eval", "judge", "--judge", "sim/judge", "--json")
+        pids = {str(p) for p in fleet.pids()}
+        assert len(pids) == 2, fleet.output()[-3000:]
+    assert sel["created"] and sel["pairs"] > 0 and run["judged"] == run["pairs"] > 0
+
+    # every question was a job done by one of the two workers, and each did some of both kinds
+    done = rows(engine, "SELECT kind, worker, state FROM work_job ORDER BY id")
+    assert done and {state for _, _, state in done} == {"done"}
+    by_worker: dict[str, dict[str, int]] = {}
+    for kind, worker, _ in done:
+        by_worker.setdefault(worker.rsplit(":", 1)[1], {}).setdefault(kind, 0)
+        by_worker[worker.rsplit(":", 1)[1]][kind] += 1
+    assert set(by_worker) == pids, by_worker
+    assert all(counts.get("gate", 0) > 0 and counts.get("judge", 0) > 0 for counts in by_worker.values()), by_worker
+    # ... and the calls on the ledger are theirs: none from this (the command's) process
+    callers = {w.rsplit(":", 1)[1] for (w,) in rows(engine, "SELECT DISTINCT worker FROM model_call "
+                                                            "WHERE purpose IN ('select', 'eval')")}
+    assert callers == pids and str(os.getpid()) not in callers
+
+    # the same benchmark, verdicts and judgments as the in-process workers give on a copy of the store
+    twin_env = env_for(**OVERRIDES)
+    cli(twin, twin_env, "select", "--json")
+    cli(twin, twin_env, "eval", "judge", "--judge", "sim/judge", "--json")
+    here, there = outcome(engine), outcome(open_store(load_settings(twin, environ=twin_env)))
+    assert here["benchmark"] == there["benchmark"] and here["kept"] == there["kept"]
+    assert _no_call_ids(here["verdicts"]) == _no_call_ids(there["verdicts"])
+    assert here["judgments"] == there["judgments"]
+
+
+def test_no_wait_returns_at_once_and_a_later_select_draws(pristine: Path, redis_url: str, tmp_path: Path) -> None:
+    """--no-wait sends the questions and returns; the workers (started afterwards) judge them; `select`
+    again draws the benchmark without asking anything twice."""
+    root = tmp_path / "p"
+    shutil.copytree(pristine, root)
+    env = env_for(**OVERRIDES, broker__url=redis_url)
+    engine = open_store(load_settings(root, environ=env))
+    [sent] = cli(root, env, "select", "--no-wait", "--json")
+    assert sent["sent"] and not sent["created"]
+    assert rows(engine, "SELECT DISTINCT state FROM work_job WHERE kind = 'gate'") == [("queued",)]
+    with Fleet(root, env, n=2, threads=2):
+        [sel] = cli(root, env, "select", "--json")
+    assert sel["created"] and sel["pairs"] > 0
+    assert rows(engine, "SELECT DISTINCT state FROM work_job WHERE kind = 'gate'") == [("done",)]
+
+
+def test_the_dramatiq_cli_serves_the_same_actors(pristine: Path, redis_url: str, tmp_path: Path) -> None:
+    """`dramatiq playlisteval.actors.tasks`, with the project found through PLAYLISTEVAL_PROJECT, works the
+    select queue as `playlisteval worker` does."""
+    root = tmp_path / "p"
+    shutil.copytree(pristine, root)
+    env = env_for(**OVERRIDES, broker__url=redis_url)
+    engine = open_store(load_settings(root, environ=env))
+    log = (tmp_path / "dramatiq.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dramatiq", "playlisteval.actors.tasks", "--processes", "1", "--threads", "2"],
+        env={**os.environ, "PYTHONPATH": str(REPO), "PLAYLISTEVAL_PROJECT": str(root), **env},
+        stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        [sel] = cli(root, env, "select", "--json")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+    assert sel["created"] and sel["pairs"] > 0
+    workers = rows(engine, "SELECT DISTINCT worker FROM work_job WHERE kind = 'gate'")
+    assert len(workers) == 1 and not workers[0][0].endswith(f":{os.getpid()}")
