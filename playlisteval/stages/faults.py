@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import delete, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
@@ -40,8 +40,12 @@ def record(engine: Engine, item_id: int, lease_token: str, fault: CheckerFault, 
                          reason=f"checker reply unusable: {fault.role}: {fault.reason}"[:4000], details=details,
                          rejected_output=None, call_ids=fault.call_ids))
         if fault.unusable_call_ids:
-            hashes = select(col(ModelCall.request_hash)).where(col(ModelCall.id).in_(fault.unusable_call_ids))
-            s.execute(delete(ResponseCache).where(col(ResponseCache.request_hash).in_(hashes)))
+            hashes = sorted({h.split(":try", 1)[0] for h in s.exec(select(col(ModelCall.request_hash)).where(
+                col(ModelCall.id).in_(fault.unusable_call_ids))).all()})
+            for key in hashes:  # the final reply and the repaired tries the runner would replay
+                s.execute(delete(ResponseCache).where(or_(
+                    col(ResponseCache.request_hash) == key,
+                    col(ResponseCache.request_hash).startswith(f"{key}:try"))))
         s.flush()
         rows = s.exec(select(GateResult.details).where(
             GateResult.item_id == item_id, GateResult.verdict == FAULT)).all()
