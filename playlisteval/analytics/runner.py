@@ -18,17 +18,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import structlog
 from sqlalchemy.engine import Engine
 
+from playlisteval.analytics import mirror, scan
 from playlisteval.analytics.loader import AnalyticsError, load_tables
+from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import run_options_table
 from playlisteval.config import Settings
 
+log = structlog.get_logger(__name__)
+
+FILE_NAME = "analytics.duckdb"  # the analytics file, in the project's folder (mirror.py)
 _FILE = re.compile(r"^(?:(\d+)_)?([a-z][a-z0-9_]*)\.sql$")
 
 
@@ -92,23 +99,70 @@ def _params(settings: Settings | None) -> pa.Table:
     return pa.table({key: [value] for key, value in values.items()})
 
 
+def analytics_file(settings: Settings | None) -> Path | None:
+    """``analytics.duckdb`` beside the project's config; None for settings that are not a project's."""
+    from playlisteval.config import CONFIG_NAME
+
+    if settings is None or not (settings.root / CONFIG_NAME).exists():
+        return None
+    return settings.root / FILE_NAME
+
+
+def _arrow(relation: duckdb.DuckDBPyRelation) -> pa.Table:
+    # DuckDB 2 names it to_arrow_table; 1.x arrow()
+    fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+    table: pa.Table = fetch()
+    return table
+
+
+def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[str, ...]],
+          path: Path | None) -> tuple[duckdb.DuckDBPyConnection, SyncStats | None, Path | None]:
+    """The store's tables in DuckDB: through DuckDB's scanners into the analytics file (or memory), else
+    (no scanner for this store, a value SQLite stored with another type than its column's, a store
+    that kept changing) through the store's Python driver in one snapshot."""
+    con, used = mirror.connect(path)
+    try:
+        sqlite = scan.attach(con, engine)
+        columns = scan.store_columns(engine, None if names is None else list(names),
+                                     {t: set(c) for t, c in skip.items()})
+        stats = Mirror(con, engine, sqlite, columns).sync()
+        scan.detach(con)
+        return con, stats, used
+    except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
+        log.info("analytics.python_loader", reason=str(exc).splitlines()[0])
+        con.close()
+        mirror.release(used)
+    con = duckdb.connect(":memory:")
+    tables = load_tables(engine) if names is None else load_tables(engine, names, skip_columns=skip)
+    for name, table in tables.items():
+        con.register(name, table)
+    return con, None, None
+
+
 class Analytics:
     """An in-memory DuckDB holding the store's tables and the views. Use as a context manager."""
 
-    def __init__(self, engine: Engine, settings: Settings | None = None, *, all_tables: bool = False) -> None:
-        self.con = duckdb.connect(":memory:")
+    def __init__(self, engine: Engine, settings: Settings | None = None, *, all_tables: bool = False,
+                 file: Path | None | bool = True) -> None:
+        """``file``: the analytics file to keep up to date (True: ``analytics.duckdb`` in the project's
+        folder when ``settings`` come from a project; False / None: memory only). ``all_tables``
+        (`playlisteval sql`): every table and column, always in memory."""
         self.engine = engine  # the store the tables came from (what labels the report, e.g. simulated)
-        self.tables = (load_tables(engine) if all_tables
-                       else load_tables(engine, VIEW_TABLES, skip_columns=HEAVY_COLUMNS))
-        for name, table in self.tables.items():
-            self.con.register(name, table)
+        names = None if all_tables else VIEW_TABLES
+        skip = {} if all_tables else HEAVY_COLUMNS
+        path = None if all_tables else analytics_file(settings) if file is True else file or None
+        self.con, self.sync, self.file = _copy(engine, names, skip, path)
         self.con.register("analytics_param", _params(settings))
-        self.views = views()
         # each judge run's options against the configured defaults: which run is a judge's main one
-        self.con.register("judge_run_options", run_options_table(self.tables.get("judge_run"), settings))
+        try:
+            judge_run: pa.Table | None = _arrow(self.con.sql("SELECT id, evidence, settings FROM judge_run"))
+        except duckdb.CatalogException:  # a store without the table (very old): no runs
+            judge_run = None
+        self.con.register("judge_run_options", run_options_table(judge_run, settings))
+        self.views = views()
         for view in self.views:
-            try:
-                kind = "TABLE" if view.materialized else "VIEW"
+            try:  # TEMP: the analytics file keeps the store's tables only, never the views
+                kind = "TEMP TABLE" if view.materialized else "TEMP VIEW"
                 self.con.execute(f"CREATE {kind} {view.name} AS {view.sql}")
             except duckdb.Error as exc:  # a packaged view that fails is a bug: say which
                 raise AnalyticsError(f"view {view.name}: {exc}") from exc
@@ -125,6 +179,8 @@ class Analytics:
 
     def close(self) -> None:
         self.con.close()
+        mirror.release(self.file)
+        self.file = None
 
     def view_names(self) -> list[str]:
         return [view.name for view in self.views]
@@ -135,9 +191,7 @@ class Analytics:
             relation = self.con.sql(sql, params=params or None)
             if relation is None:  # not a query (our own SQL always is; user_query checks first)
                 raise AnalyticsError("the statement returned no rows")
-            # DuckDB 2 names it to_arrow_table; 1.x arrow()
-            fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-            return fetch()
+            return _arrow(relation)
         except duckdb.Error as exc:
             raise AnalyticsError(str(exc)) from exc
 
@@ -152,7 +206,7 @@ class Analytics:
             raise AnalyticsError(f"cannot parse the query: {exc}") from exc
         if len(statements) != 1:
             raise AnalyticsError(f"give exactly one query, got {len(statements)}")
-        if statements[0].type != duckdb.StatementType.SELECT:
+        if statements[0].type != duckdb.StatementType.SELECT:  # type: ignore[attr-defined,unused-ignore]
             raise AnalyticsError(
                 f"only read-only SELECT queries run here, not {statements[0].type.name}: the views are a report"
                 " of the store, which is changed only by playlisteval's own commands"

@@ -1,0 +1,220 @@
+"""The analytics file: a DuckDB copy of the store's tables beside the project, brought up to date by
+each report so that a second report reads only what changed.
+
+Tables are kept by one of two policies:
+
+* **append** (``judgment``, ``model_call``: the big ones, rows added and seldom changed) — rows past
+  the id watermark are read through the store's own index and appended. Rows that may still change
+  are re-read by id: ledger rows whose status is not final (a call in flight, one marked interrupted).
+  Then the copy is checked against the store — same count, same largest id — and any difference
+  (``eval drop`` deleted a run's judgments, an id reused after a delete) reloads the table whole; so
+  does a judge run that vanished or was made anew under the same id (its ``created_at`` differs).
+* **whole** — everything else (items change state, runs change status): small, re-read every time.
+
+A table whose columns changed (a migration), a file made from another store, or a file DuckDB cannot
+open is rebuilt from scratch. Nothing here writes to the store: it is attached read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import structlog
+from sqlalchemy.engine import Engine
+
+from playlisteval.analytics import scan
+from playlisteval.analytics.scan import Column, quote
+
+log = structlog.get_logger(__name__)
+
+META = "_mirror"  # per table: what was copied (signature, count, largest id, rows to re-read)
+OPEN_IDS_MAX = 10_000  # more unfinished ledger rows than this: the table is reloaded whole instead
+RETRIES = 3  # syncs repeated while another process commits in between (SQLite: no shared snapshot)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How an append-only table is kept: ``open_rows`` picks (in DuckDB SQL) the copied rows that may
+    still change and are re-read next time; ``runs_checked``: rows belong to judge runs, and a run that
+    disappeared or was made anew invalidates the copy."""
+
+    open_rows: str | None = None
+    runs_checked: bool = False
+
+
+# model_call: a row is written 'in_flight', finished later, and one marked 'interrupted' may still be
+# finished by the worker that made it (models/runner.py)
+FINAL_CALL_STATUSES = ("ok", "cached", "error", "malformed")
+APPEND: dict[str, Policy] = {
+    "judgment": Policy(runs_checked=True),
+    "model_call": Policy(open_rows="status NOT IN (" + ", ".join(f"'{s}'" for s in FINAL_CALL_STATUSES) + ")"),
+}
+
+
+@dataclass
+class SyncStats:
+    """What one sync did, per table: 'whole', 'appended N', 'reloaded (why)', 'unchanged'."""
+
+    actions: dict[str, str]
+
+    @property
+    def reloaded(self) -> list[str]:
+        return [name for name, action in self.actions.items() if action.startswith("reloaded")]
+
+
+class Mirror:
+    """Keeps the tables of ``columns`` in connection ``con`` (the analytics file, or memory) equal to the
+    store attached as ``store`` (scan.attach)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine, sqlite: bool,
+                 columns: Mapping[str, list[Column]]) -> None:
+        self.con, self.engine, self.sqlite, self.columns = con, engine, sqlite, columns
+        self.con.execute(f"CREATE TABLE IF NOT EXISTS {META} (name VARCHAR PRIMARY KEY, signature VARCHAR, "
+                         "n BIGINT, max_id BIGINT, open_ids VARCHAR, runs VARCHAR)")
+
+    def sync(self) -> SyncStats:
+        """Bring every table up to date, in one DuckDB transaction (a failed sync leaves the file as it
+        was); repeated while another process commits to a SQLite store meanwhile."""
+        with _data_version(self.engine if self.sqlite else None) as version:
+            if self.columns:  # the scanner's first read of a WAL store moves its data_version once: read first
+                self.con.execute(f"SELECT 1 FROM {scan.ALIAS}.{quote(next(iter(self.columns)))} LIMIT 1").fetchall()
+            for _attempt in range(RETRIES):
+                before = version()
+                stats = self._sync_once()
+                if version() == before:
+                    return stats
+                log.debug("analytics.sync_raced", attempt=_attempt)
+        raise Raced()
+
+    def _sync_once(self) -> SyncStats:
+        actions: dict[str, str] = {}
+        self.con.execute("BEGIN")
+        try:
+            runs = self._runs() if "judge_run" in self.columns else None
+            for name, columns in self.columns.items():
+                actions[name] = self._table(name, columns, runs)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return SyncStats(actions)
+
+    def _signature(self, columns: list[Column]) -> str:
+        return json.dumps([str(self.engine.url.render_as_string(hide_password=True)),
+                           [(c.name, str(c.kind)) for c in columns]])
+
+    def _runs(self) -> str:
+        """The judge runs as they are in the store now: id and creation time (a run dropped and made
+        again under the same id gets a new one)."""
+        rows = self.con.execute(f"SELECT id, created_at FROM {scan.ALIAS}.judge_run ORDER BY id").fetchall()
+        return json.dumps([[int(i), float(c)] for i, c in rows])
+
+    def _meta(self, name: str) -> tuple[str, int, int, str, str] | None:
+        row = self.con.execute(f"SELECT signature, n, max_id, open_ids, runs FROM {META} WHERE name = ?",
+                               [name]).fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3], row[4])
+
+    def _record(self, name: str, columns: list[Column], runs: str | None) -> None:
+        policy = APPEND.get(name)
+        n, max_id = self.con.execute(f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}").fetchone() \
+            if policy else (0, 0)  # type: ignore[misc]
+        open_ids: list[int] = []
+        if policy and policy.open_rows:
+            open_ids = [int(r[0]) for r in self.con.execute(
+                f"SELECT id FROM {quote(name)} WHERE {policy.open_rows} ORDER BY id").fetchall()]
+        self.con.execute(f"INSERT OR REPLACE INTO {META} VALUES (?, ?, ?, ?, ?, ?)",
+                         [name, self._signature(columns), n, max_id, json.dumps(open_ids), runs or "[]"])
+
+    def _table(self, name: str, columns: list[Column], runs: str | None) -> str:
+        policy = APPEND.get(name)
+        meta = self._meta(name)
+        if policy is None:
+            action = self._whole(name, columns, "whole")
+        elif meta is None or meta[0] != self._signature(columns):
+            action = self._whole(name, columns, "reloaded (new or changed columns)" if meta else "loaded")
+        else:
+            action = self._append(name, columns, policy, meta, runs)
+        self._record(name, columns, runs)
+        return action
+
+    def _whole(self, name: str, columns: list[Column], action: str) -> str:
+        self.con.execute(f"CREATE OR REPLACE TABLE {quote(name)} AS {scan.select_all(name, columns)}")
+        return action
+
+    def _append(self, name: str, columns: list[Column], policy: Policy, meta: tuple[str, int, int, str, str],
+                runs: str | None) -> str:
+        _signature, _n, max_id, open_json, runs_before = meta
+        if policy.runs_checked and runs is not None:
+            now = {tuple(r) for r in json.loads(runs)}
+            gone = [r for r in json.loads(runs_before) if tuple(r) not in now]
+            if gone:
+                return self._whole(name, columns, f"reloaded (judge run {gone[0][0]} dropped or made anew)")
+        open_ids = [int(i) for i in json.loads(open_json)]
+        if len(open_ids) > OPEN_IDS_MAX:
+            return self._whole(name, columns, "reloaded (many unfinished rows)")
+        where = f"id > {int(max_id)}"
+        if open_ids:
+            where += f" OR id IN ({', '.join(str(i) for i in open_ids)})"
+            self.con.execute(f"DELETE FROM {quote(name)} WHERE id IN ({', '.join(str(i) for i in open_ids)})")
+        before = self.con.execute(f"SELECT count(*) FROM {quote(name)}").fetchone()[0]  # type: ignore[index]
+        self.con.execute(f"INSERT INTO {quote(name)} {scan.select_where(name, columns, where, self.sqlite)}")
+        after = self.con.execute(f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}").fetchone()
+        n_store, max_store = scan.native_row(self.con, f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}",
+                                             self.sqlite)
+        if after is None or (int(after[0]), int(after[1])) != (int(n_store), int(max_store)):
+            return self._whole(name, columns, "reloaded (rows deleted or replaced in the store)")
+        added = int(after[0]) - int(before) + len(open_ids)
+        return f"appended {added}" if added else "unchanged"
+
+
+class Raced(Exception):
+    """Another process kept committing while the copy was made."""
+
+
+@contextmanager
+def _data_version(engine: Engine | None) -> Iterator[Callable[[], int]]:
+    """SQLite's ``PRAGMA data_version``, which changes when another connection commits: the scanner
+    holds no snapshot across tables, so a sync that saw a commit happen is done again. PostgreSQL: the
+    scanner reads every table in one REPEATABLE READ transaction; nothing to check."""
+    if engine is None or not engine.url.database:
+        yield lambda: 0
+        return
+    watcher = sqlite3.connect(f"file:{engine.url.database}?mode=ro", uri=True)
+    try:
+        yield lambda: int(watcher.execute("PRAGMA data_version").fetchone()[0])
+    finally:
+        watcher.close()
+
+
+_IN_USE: set[Path] = set()  # analytics files open in this process (DuckDB would share one instance)
+
+
+def connect(path: Path | None) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
+    """The analytics file (made if missing) and its path, or memory and None when there is none to
+    use: no path, the file held by another report right now (in this process or another), or a file
+    DuckDB cannot open (another version: it is remade). ``release(path)`` when done."""
+    if path is None or path.resolve() in _IN_USE:
+        return duckdb.connect(":memory:"), None
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.IOException as exc:  # another process holds the file's lock: this report reads the store
+        log.info("analytics.file_busy", path=str(path), error=str(exc).splitlines()[0])
+        return duckdb.connect(":memory:"), None
+    except duckdb.Error as exc:
+        log.warning("analytics.file_remade", path=str(path), error=str(exc).splitlines()[0])
+        for stale in (path, path.with_name(path.name + ".wal")):
+            stale.unlink(missing_ok=True)
+        con = duckdb.connect(str(path))
+    _IN_USE.add(path.resolve())
+    return con, path
+
+
+def release(path: Path | None) -> None:
+    if path is not None:
+        _IN_USE.discard(path.resolve())
