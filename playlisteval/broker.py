@@ -3,6 +3,7 @@ default, Redis for many worker processes and machines. Only item ids travel thro
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from dramatiq import Broker, Message
@@ -33,22 +34,33 @@ def make_broker(settings: Settings) -> Broker:
     raise ConfigError(f"broker url {url!r}: use 'memory://' or 'redis://host:port/db'")
 
 
-def queued_ids(broker: Broker, queue: str) -> set[int] | None:
-    """The first argument (an item or video id) of every message the broker holds for ``queue`` — waiting,
-    delayed for a retry, or delivered and not yet acknowledged — or None when the broker cannot tell.
+def queued_ids(broker: Broker, queue: str, grace_s: float = 0.0) -> set[int] | None:
+    """The first argument (an item or video id) of every message the broker will still deliver for
+    ``queue`` — waiting in the queue, or delayed for a retry and not overdue by more than ``grace_s`` —
+    or None when the broker cannot tell.
 
-    Read from the Redis broker's message hashes (``<ns>:<queue>.msgs`` and its delay queue's): a
-    message lives there from enqueue until it is acknowledged, and is gone after Redis lost it."""
+    A message lives in Redis (``<ns>:<queue>.msgs``) from enqueue until it is acknowledged, but one that
+    was fetched is in a worker's hands, not in the queue: its step claims the item at once, or the fetch
+    was lost — a Redis stall whose reply reached no one (the client had timed out) leaves the message
+    "delivered" to a live worker that never saw it, and no one ever delivers it again. So a delivered
+    message does not count: an item nobody holds whose only message is delivered is lost. Delayed
+    messages (``<queue>.DQ``) wait in a worker's memory until their eta: they count until then."""
     client: Any = getattr(broker, "client", None)
     namespace = getattr(broker, "namespace", None)
     if client is None or namespace is None:
         return None
     ids: set[int] = set()
-    for name in (queue, f"{queue}.DQ"):
-        for _, data in client.hscan_iter(f"{namespace}:{name}.msgs", count=1000):
+    waiting = set(client.lrange(f"{namespace}:{queue}", 0, -1))  # read first: a message fetched meanwhile counts
+    overdue_ms = (time.time() - grace_s) * 1000
+    for name, delayed in ((queue, False), (f"{queue}.DQ", True)):
+        for message_id, data in client.hscan_iter(f"{namespace}:{name}.msgs", count=1000):
             try:
-                args = Message.decode(data).args
-                ids.add(int(args[0]))
+                message = Message.decode(data)
+                if delayed and float(message.options.get("eta", 0)) < overdue_ms:
+                    continue  # should have been sent on long ago: its holder lost it
+                if not delayed and message_id not in waiting:
+                    continue  # delivered: in a worker's hands, or lost on the way
+                ids.add(int(message.args[0]))
             except Exception:  # noqa: BLE001  (a message of another kind: not ours to count)
                 continue
     return ids

@@ -56,7 +56,7 @@ def sweep_once(app: App) -> int:
     """Send a message for each working item nobody is doing; returns how many were sent."""
     # the broker's messages first: an item enqueued after this read was touched (updated_at) just
     # before, so the grace below keeps it out
-    live = queued_ids(app.broker, BUILD_QUEUE)
+    live = queued_ids(app.broker, BUILD_QUEUE, app.settings.broker.sweep_grace_s)
     items.reclaim_dead(app.engine, app.leases.stale_s)  # dead or silent holders: their leases end now
     freed = items.take_back_expired(app.engine)
     sent = {i for i, _ in freed}
@@ -74,7 +74,7 @@ def _sweep_jobs(app: App) -> int:
     for the grace period, or running under a lease its holder stopped renewing, is sent again."""
     live: set[int] = set()
     for actor in tasks.JOBS.values():
-        ids = queued_ids(app.broker, actor.queue_name)
+        ids = queued_ids(app.broker, actor.queue_name, app.settings.broker.sweep_grace_s)
         if ids is None:
             return 0  # the broker cannot tell what it holds: nothing is known to be lost
         live |= ids
