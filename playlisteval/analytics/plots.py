@@ -24,7 +24,9 @@ from playlisteval.analytics.intervals import Interval  # noqa: E402
 
 Value = float | Interval | None  # a share (0–1), a share with its interval, or nothing
 
-_STYLE: Any = {"svg.hashsalt": "playlisteval", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
+# svg.fonttype "none": text stays text (XML-escaped by matplotlib) instead of every glyph drawn as a path —
+# half the time of a figure and a third smaller; the viewer's sans-serif font draws it
+_STYLE: Any = {"svg.hashsalt": "playlisteval", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
           "axes.spines.right": False}
 
 

@@ -88,6 +88,8 @@ HEAVY_COLUMNS = {
     "gate_result": ("details", "rejected_output"),
     "ranking": ("top_segments",),
     "judge_error": ("error",),
+    # the ledger: a million unique request hashes would be most of what the analytics file writes
+    "model_call": ("request_hash", "error", "worker"),
 }
 
 
