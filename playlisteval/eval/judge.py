@@ -45,7 +45,7 @@ from playlisteval.models.batch import Deferred
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
 from playlisteval.models.runner import Runner
-from playlisteval.select.pairs import find_benchmark, pair_texts
+from playlisteval.benchmark.pairs import find_benchmark, pair_texts
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import BenchmarkPair, JudgeError, JudgeRun, Judgment, Pair, now

@@ -33,7 +33,7 @@ from playlisteval.eval.corpus import Question, load_questions
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.vectors import decode_many
 from playlisteval.index.work import index_video
-from playlisteval.select.pairs import find_benchmark, finished_items
+from playlisteval.benchmark.pairs import find_benchmark, finished_items
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import (

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from playlisteval.gates import GateVerdict
 from playlisteval.gates.verify import answer_then_verify
 
-if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
-    from playlisteval.stages.context import StepContext
+if TYPE_CHECKING:  # types only
+    from playlisteval.gates.context import GateContext
 
 
-def check(ctx: StepContext, question: str, gold: str, attempt: int) -> GateVerdict:
+def check(ctx: GateContext, question: str, gold: str, attempt: int) -> GateVerdict:
     yes_a, details_a, calls = answer_then_verify(
         ctx, "C2.2", "c2_parametric_answer.j2", {}, "C2_parametric_answer_a", "C2_parametric_verify_a",
         question, gold, attempt)

@@ -10,15 +10,13 @@ from typing import TYPE_CHECKING
 
 from playlisteval.gates import GateVerdict
 from playlisteval.gates.verify import answer_then_verify
+from playlisteval.inputs import Clip, transcript_windows
 
-if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
-    from playlisteval.stages.context import StepContext
-    from playlisteval.stages.inputs import Clip
+if TYPE_CHECKING:  # types only
+    from playlisteval.gates.context import GateContext
 
 
-def check(ctx: StepContext, question: str, gold: str, clips: tuple[Clip, Clip], attempt: int) -> GateVerdict:
-    from playlisteval.stages.inputs import transcript_windows  # the stages import the gates
-
+def check(ctx: GateContext, question: str, gold: str, clips: tuple[Clip, Clip], attempt: int) -> GateVerdict:
     windows = transcript_windows(ctx.engine, clips, ctx.rng("C2.1"), ctx.settings.index.chunk_s)
     said_yes, details, calls = answer_then_verify(
         ctx, "C2.1", "c2_transcript_answer.j2", {"windows": windows}, "C2_transcript_answer", "C2_transcript_verify",

@@ -10,12 +10,12 @@ from playlisteval.gates import GateVerdict, unusable
 from playlisteval.models.request import ModelRequest, Part, TextPart, VideoPart
 from playlisteval.prompts.render import render
 
-if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
-    from playlisteval.stages.context import StepContext
-    from playlisteval.stages.inputs import Clip
+if TYPE_CHECKING:  # types only
+    from playlisteval.gates.context import GateContext
+    from playlisteval.inputs import Clip
 
 
-def video_parts(ctx: StepContext, clips: tuple[Clip, Clip]) -> list[Part]:
+def video_parts(ctx: GateContext, clips: tuple[Clip, Clip]) -> list[Part]:
     """Each segment's full video without audio, then its full transcript (shared with D4)."""
     cfg = ctx.settings.build
     parts: list[Part] = []
@@ -28,7 +28,7 @@ def video_parts(ctx: StepContext, clips: tuple[Clip, Clip]) -> list[Part]:
     return parts
 
 
-def check(ctx: StepContext, qa: dict[str, Any], clips: tuple[Clip, Clip], attempt: int) -> GateVerdict:
+def check(ctx: GateContext, qa: dict[str, Any], clips: tuple[Clip, Clip], attempt: int) -> GateVerdict:
     text, digest = render("c3_grounding.j2", ctx.prompts_dir, question=qa.get("question", ""),
                           answer=qa.get("answer", ""), hop_1=qa.get("hop_1", ""), hop_2=qa.get("hop_2", ""),
                           bridge=qa.get("bridge", ""))

@@ -13,14 +13,14 @@ from playlisteval.gates.ranking import read_ranking, validator
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
 
-if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
-    from playlisteval.stages.context import StepContext
+if TYPE_CHECKING:  # types only
+    from playlisteval.gates.context import GateContext
 
 INTENDED = [5, 4, 3, 2, 1]
 JUDGES = ("D3_first", "D3_second")
 
 
-def check(ctx: StepContext, question: str, gold: str, payload: dict[str, Any], attempt: int) -> GateVerdict:
+def check(ctx: GateContext, question: str, gold: str, payload: dict[str, Any], attempt: int) -> GateVerdict:
     texts = {5: gold, **{r: payload[f"rating_{r}"]["response"] for r in (4, 3, 2, 1)}}
     order = list(INTENDED)
     ctx.rng("D3", attempt).shuffle(order)

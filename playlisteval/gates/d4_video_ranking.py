@@ -14,14 +14,14 @@ from playlisteval.gates.ranking import read_ranking, validator
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
 
-if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
-    from playlisteval.stages.context import StepContext
-    from playlisteval.stages.inputs import Clip
+if TYPE_CHECKING:  # types only
+    from playlisteval.gates.context import GateContext
+    from playlisteval.inputs import Clip
 
 INTENDED = [4, 3, 2, 1]
 
 
-def check(ctx: StepContext, question: str, payload: dict[str, Any], clips: tuple[Clip, Clip],
+def check(ctx: GateContext, question: str, payload: dict[str, Any], clips: tuple[Clip, Clip],
           attempt: int) -> GateVerdict:
     order = list(INTENDED)
     ctx.rng("D4", attempt).shuffle(order)

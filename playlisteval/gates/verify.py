@@ -10,11 +10,11 @@ from playlisteval.gates import unusable
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
 
-if TYPE_CHECKING:  # the stages import the gates: only the types are needed here
-    from playlisteval.stages.context import StepContext
+if TYPE_CHECKING:  # types only
+    from playlisteval.gates.context import GateContext
 
 
-def _ask(ctx: StepContext, role: str, template: str, schema: str, attempt: int, **values: Any) -> Any:
+def _ask(ctx: GateContext, role: str, template: str, schema: str, attempt: int, **values: Any) -> Any:
     text, digest = render(template, ctx.prompts_dir, **values)
     request = ModelRequest(role=role, parts=[TextPart(text=text)], response_schema=schema, template=template,
                            template_hash=digest, attempt=attempt, item_id=ctx.item_id)
@@ -22,7 +22,7 @@ def _ask(ctx: StepContext, role: str, template: str, schema: str, attempt: int, 
 
 
 def answer_then_verify(
-    ctx: StepContext, gate: str, answer_template: str, extra: dict[str, Any], answer_role: str,
+    ctx: GateContext, gate: str, answer_template: str, extra: dict[str, Any], answer_role: str,
     verify_role: str, question: str, gold: str, attempt: int,
 ) -> tuple[bool, dict[str, Any], list[int]]:
     """(verifier said Yes, details, ledger ids); raises CheckerFault for ``gate`` when either reply is

@@ -15,7 +15,7 @@ from typing import Any
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 
-from playlisteval.gates.citations import strip_citations
+from playlisteval.citations import strip_citations
 
 
 @lru_cache(maxsize=8)

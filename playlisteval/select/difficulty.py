@@ -28,6 +28,7 @@ from sqlmodel import col, select
 
 from playlisteval.actors import jobs
 from playlisteval.actors.evaluation import run_jobs
+from playlisteval.benchmark.pairs import pair_texts, side_of
 from playlisteval.config import Settings
 from playlisteval.eval.corpus import Corpora, check_scope, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
@@ -36,7 +37,6 @@ from playlisteval.eval.verdicts import ERROR, VERDICT
 from playlisteval.models.batch import Deferred
 from playlisteval.models.request import GenerationSettings
 from playlisteval.models.runner import Runner
-from playlisteval.select.pairs import pair_texts, side_of
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Pair
 

@@ -1,0 +1,101 @@
+"""A seed's two clips (segments) and their transcripts, read from the store, and the transcript
+windows of the C2.1 test (SPEC C2.1). Below the stages and the gates, which both read clips."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import Chunk, Item, Seed, Segment, Video
+
+
+def mmss(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 60}:{s % 60:02d}" if s < 3600 else f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+Lines = tuple[tuple[float, str], ...]
+
+
+def format_lines(lines: Lines) -> str:
+    """One line per chunk, "[m:ss] text", times from the start of the window or clip."""
+    return "\n".join(f"[{mmss(t)}] {text}" for t, text in lines if text.strip()) or "(no speech)"
+
+
+@dataclass(frozen=True)
+class Clip:
+    number: int  # 1 or 2
+    segment_id: int
+    video_id: int
+    playlist_id: int
+    path: str
+    start: float  # seconds in the video
+    end: float
+    lines: Lines  # (seconds from the clip start, transcript text)
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+    def transcript(self) -> str:
+        return format_lines(self.lines)
+
+
+def _transcript(s: Any, video_id: int, start: float, end: float) -> Lines:
+    chunks = s.exec(
+        select(Chunk).where(Chunk.video_id == video_id, Chunk.start >= start - 1e-6, Chunk.end <= end + 1e-6)
+        .order_by(col(Chunk.idx))
+    ).all()
+    return tuple((c.start - start, c.transcript) for c in chunks)
+
+
+def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
+    with transaction(engine) as s:
+        item = s.get(Item, item_id)
+        if item is None:
+            raise LookupError(f"item {item_id} does not exist")
+        seed = s.get(Seed, item.seed_id)
+        assert seed is not None
+        clips = []
+        for number, segment_id in ((1, seed.segment1_id), (2, seed.segment2_id)):
+            seg = s.get(Segment, segment_id)
+            assert seg is not None
+            video = s.get(Video, seg.video_id)
+            assert video is not None
+            clips.append(Clip(number, segment_id, video.id or 0, video.playlist_id, video.path, seg.start,
+                              seg.end, _transcript(s, video.id or 0, seg.start, seg.end)))
+        return clips[0], clips[1]
+
+
+def transcript_windows(engine: Engine, clips: tuple[Clip, Clip], rng: random.Random, chunk_s: float) -> list[str]:
+    """SPEC C2.1: for each clip, its own transcript plus one window on either side of it, each as long
+    as the clip and cut from a *different* video of the same playlist (one not holding either clip
+    when the playlist has such a video): three windows per clip, six in all, in a shuffled order.
+    Every window is formatted like the clip's own, so nothing but content tells them apart. A playlist
+    with no other video gives fewer windows."""
+    own_videos = {c.video_id for c in clips}
+    windows = [c.transcript() for c in clips]
+    taken: set[tuple[int, float]] = set()
+    with transaction(engine) as s:
+        for clip in clips:
+            others = [(int(v or 0), float(d or 0.0)) for v, d in s.exec(
+                select(col(Video.id), col(Video.duration)).where(
+                    Video.playlist_id == clip.playlist_id, Video.id != clip.video_id, Video.status == "indexed"
+                ).order_by(col(Video.id))).all()]
+            preferred = [o for o in others if o[0] not in own_videos] or others
+            if not preferred:
+                continue
+            video_id, duration = rng.choice(preferred)  # "a different video": one per clip
+            for _side in ("before", "after"):
+                starts = [k * chunk_s for k in range(int(max(duration - clip.length, 0) // chunk_s) + 1)]
+                free = [t for t in starts if (video_id, t) not in taken] or starts
+                start = rng.choice(free)
+                taken.add((video_id, start))
+                windows.append(format_lines(_transcript(s, video_id, start, start + clip.length)))
+    rng.shuffle(windows)  # shuffled so the relevant passages are not where they always are
+    return windows
