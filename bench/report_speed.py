@@ -5,25 +5,31 @@ items with 10 pairs each, all in one benchmark; ``--runs`` judge runs (retrieved
 10 h scope) over every pair, so judgments = items x 10 x runs (default 1,000 x 10 x 100 = 1M); and
 ``--calls`` ledger rows (default 1M). Rows go in by ``executemany`` on the raw sqlite3 connection.
 
-Then, in one process:
+Then, each in a fresh process (bench/report_steps.py), with the machine's load average beside it:
 
-1. load: the store's tables into Arrow and DuckDB, the base facts made tables (``Analytics(...)``);
-2. render: every report section and the HTML page (``build_sections`` + ``render``);
-3. pandas: the leaderboard (paper Table 1) and the build cost by model (Table 20) from the same
-   store with ``pandas.read_sql_query`` and merges / group-bys, timed load included;
+1. loaders: judgment + ledger rows into DuckDB by the Python driver (the old path), by DuckDB's own
+   scanner and by ADBC's driver (when adbc-driver-sqlite is installed); with ``--postgres URL`` the same
+   on a PostgreSQL copy of the store;
+2. the full report — the analytics file synced, every section, the HTML page — cold (no analytics
+   file), again with nothing changed, and after a new judge run is appended;
+3. pandas: the leaderboard (paper Table 1) and the build cost by model (Table 20) from the same store
+   with ``pandas.read_sql_query`` and merges / group-bys, against the same two figures from DuckDB
+   reading the store through its scanner;
 
-and checks that the leaderboard and the per-model spend agree between DuckDB and pandas.
+and checks that the leaderboard and the per-model spend agree between the report, DuckDB and pandas.
 
-    .venv/bin/python -m bench report [--items 1000] [--runs 100] [--calls 1000000]
+    .venv/bin/python -m bench report [--items 1000] [--runs 100] [--calls 1000000] [--postgres URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -35,8 +41,6 @@ import numpy as np
 if __package__ in (None, ""):  # run as a file: bench/report_speed.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from playlisteval.analytics.report import build_sections, choose_benchmark, leaderboard_rows, render
-from playlisteval.analytics.runner import Analytics
 from playlisteval.config import load_settings, write_project
 from playlisteval.eval.options import JudgeOptions
 from playlisteval.eval.runkey import options_hash
@@ -167,7 +171,72 @@ def pandas_figures(db: Path) -> tuple[dict[tuple[str, str], float], dict[str, fl
             {str(k): float(v) for k, v in spend.items()})
 
 
-def run(work: Path, items: int, runs: int, calls: int, seed: int) -> dict[str, Any]:
+def _step(*args: str) -> dict[str, Any]:
+    """One timed step in a fresh process (bench/report_steps.py): cold imports and caches, one figure each."""
+    done = subprocess.run([sys.executable, "-m", "bench.report_steps", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"step {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def append_run(db: Path, items: int, seed: int) -> int:
+    """One more judge run over every pair, and as many ledger rows (what a new `eval judge` adds)."""
+    rng = np.random.default_rng(seed + 1)
+    con = sqlite3.connect(db)
+    run_id = con.execute("SELECT max(id) + 1 FROM judge_run").fetchone()[0]
+    cols = [r[1] for r in con.execute("PRAGMA table_info(judge_run)")]
+    given = {"id": "?", "judge": "'judge-new'", "created_at": "1.0"}  # a copy of run 1 by a new judge
+    con.execute(f"INSERT INTO judge_run ({', '.join(cols)}) SELECT {', '.join(given.get(c, c) for c in cols)} "
+                "FROM judge_run WHERE id = 1", [run_id])
+    n_pairs = items * len(RATING_PAIRS)
+    a_better = [r[0] for r in con.execute("SELECT a_is_better FROM benchmark_pair ORDER BY pair_id")]
+    verdicts = np.where(rng.random(n_pairs) < 0.5, "A", "B")
+    _insert(con, "judgment", ["run_id", "pair_id", "a_is_better", "verdict", "score", "raw"],
+            ((run_id, p + 1, a_better[p], str(verdicts[p]), 1.0, "new") for p in range(n_pairs)))
+    _insert(con, "model_call", ["request_hash", "role", "provider", "model", "run_id", "purpose", "status",
+                                "cache_hit", "input_tokens", "output_tokens", "usd", "created_at"],
+            ((f"new{c}", "G", "openai", "gpt", run_id, "eval", "ok", 0, 100, 10, 0.001, 1.0) for c in range(n_pairs)))
+    con.commit()
+    con.close()
+    return n_pairs
+
+
+def copy_to_postgres(root: Path, url: str) -> Path:
+    """The same store on PostgreSQL (schema by the migrations, rows copied by DuckDB): a project beside."""
+    import duckdb
+
+    from playlisteval.analytics import scan
+    from playlisteval.store import make_engine
+
+    pg_root = root.parent / "store-pg"
+    if pg_root.exists():
+        shutil.rmtree(pg_root)
+    pg_root.mkdir()
+    write_project(pg_root)
+    config = pg_root / "playlisteval.toml"
+    config.write_text(config.read_text().replace('url = "sqlite:///playlisteval.db"', f"url = {json.dumps(url)}", 1))
+    settings = load_settings(pg_root)
+    assert settings.store_url == url, "the [store] url did not take"
+    open_store(settings)
+    con = duckdb.connect()
+    scan.attach(con, make_engine(load_settings(root).store_url))
+    con.execute("LOAD postgres")
+    con.execute(f"ATTACH {scan.literal(scan._libpq(make_engine(url)))} AS pg (TYPE postgres)")
+    con.execute("CALL postgres_execute('pg', 'SET session_replication_role = replica')")  # rows in any order
+    for (name,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_catalog = 'store' "
+                               "AND table_name <> 'schema_migration'").fetchall():
+        cols = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_catalog = "
+                                          "'pg' AND table_name = ?", [name]).fetchall()]
+        if cols and con.execute(f"SELECT count(*) FROM store.{scan.quote(name)}").fetchone()[0]:  # type: ignore
+            quoted = ", ".join(scan.quote(c) for c in cols)
+            con.execute(f"INSERT INTO pg.{scan.quote(name)} ({quoted}) SELECT {quoted} FROM store.{scan.quote(name)}")
+    con.close()
+    return pg_root
+
+
+def run(work: Path, items: int, runs: int, calls: int, seed: int, postgres: str | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     root = build_store(work / "store", items, runs, calls, seed)
     settings = load_settings(root)
@@ -178,36 +247,59 @@ def run(work: Path, items: int, runs: int, calls: int, seed: int) -> dict[str, A
     print(f"store: {results['judgments']} judgments, {calls} ledger rows, {results['store_mb']} MB, "
           f"made in {results['generate_s']} s", flush=True)
 
-    t0 = time.perf_counter()
-    an = Analytics(open_store(settings), settings)
-    results["load_s"] = round(time.perf_counter() - t0, 2)
-    with an:
-        t0 = time.perf_counter()
-        bench = choose_benchmark(an, None)
-        sections = build_sections(an, settings, bench)
-        page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None)
-        (work / "report.html").write_text(page, encoding="utf-8")
-        results["render_s"] = round(time.perf_counter() - t0, 2)
-        duck_board = {(r["judge"], ev): r[ev] for r in leaderboard_rows(an, bench) for ev in ("retrieved", "uniform")}
-        duck_spend = {r["model"]: r["spend"] for r in an.rows("SELECT model, spend FROM cost_by_model "
-                                                              "WHERE model <> 'All'")}
-    results["report_total_s"] = round(results["load_s"] + results["render_s"], 2)
-    results["html_kb"] = round(len(page.encode()) / 1024, 1)
+    def show(label: str, r: dict[str, Any]) -> None:
+        print(f"  {label:<38} {r['s']:7.2f} s  cpu {r['cpu_s']:6.2f} s  load {r['load_avg']:5.2f}", flush=True)
 
-    t0 = time.perf_counter()
-    pd_board, pd_spend = pandas_figures(db)
-    results["pandas_s"] = round(time.perf_counter() - t0, 2)
-    board_diff = max(abs(duck_board[k] - v) for k, v in pd_board.items()) if pd_board.keys() == duck_board.keys() \
-        else float("inf")
-    spend_diff = max(abs(duck_spend[k] - v) for k, v in pd_spend.items()) if pd_spend.keys() == duck_spend.keys() \
-        else float("inf")
-    results["leaderboard_cells"] = len(pd_board)
-    results["max_leaderboard_diff"] = board_diff
+    # judgment + ledger into DuckDB, three ways (README: why the scanners)
+    ways = ["python", "scanner"] + (["adbc"] if importlib.util.find_spec("adbc_driver_sqlite") else [])
+    stores = {"sqlite": root}
+    if postgres:
+        stores["postgresql"] = copy_to_postgres(root, postgres)
+    results["loaders"] = {}
+    print("judgment + ledger rows into DuckDB:")
+    for kind, project in stores.items():
+        for way in ways:
+            r = results["loaders"][f"{kind}/{way}"] = _step("loader", way, str(project))
+            show(f"{kind} {way}", r)
+
+    print("the same two figures (leaderboard, build spend by model), from the store:")
+    pd_ = results["pandas"] = _step("pandas", str(db))
+    show("pandas", pd_)
+    duck = results["duckdb_figures"] = _step("figures", str(root))
+    show("DuckDB (scanner)", duck)
+    print("full report (Analytics + every section + HTML):")
+    (root / "analytics.duckdb").unlink(missing_ok=True)
+    out = str(work / "report.html")
+    cold = results["report_cold"] = _step("report", str(root), out)
+    show("cold (no analytics file)", cold)
+    same = results["report_unchanged"] = _step("report", str(root), out)
+    show("nothing changed", same)
+    results["appended_judgments"] = append_run(db, items, seed)
+    after = results["report_after_append"] = _step("report", str(root), out)
+    show(f"after a new run ({results['appended_judgments']} judgments)", after)
+    results["render_share"] = {k: results[k]["render_s"] for k in ("report_cold", "report_unchanged")}
+
+    results["speedup_vs_pandas"] = {"same_figures": round(pd_["s"] / duck["s"], 1),
+                                    "full_report_cold": round(pd_["s"] / cold["s"], 2),
+                                    "full_report_unchanged": round(pd_["s"] / same["s"], 2)}
+
+    # the figures agree: the cold report's, pandas' and DuckDB's (all three before the run was appended)
+    board = {(j, ev): v for j, ev, v in cold["board"]}
+    pd_board = {(j, ev): v for j, ev, v in pd_["board"]}
+    duck_board = {(j, ev): v for j, ev, v in duck["board"]}
+    diffs = [abs(board[k] - v) for k, v in pd_board.items() if k in board] + \
+            [abs(duck_board[k] - v) for k, v in pd_board.items() if k in duck_board]
+    same_keys = board.keys() == pd_board.keys() == duck_board.keys()
+    spend_diff = max(abs(cold["spend"].get(k, float("inf")) - v) for k, v in pd_["spend"].items())
+    results["max_leaderboard_diff"] = max(diffs) if same_keys else float("inf")
     results["max_spend_diff_usd"] = spend_diff
-    results["agree"] = board_diff <= TOLERANCE and spend_diff <= 1e-6
-    print(f"load {results['load_s']} s, render {results['render_s']} s, pandas {results['pandas_s']} s; "
-          f"leaderboard {'agrees' if results['agree'] else 'DISAGREES'} "
-          f"(max diff {board_diff:.2e}, spend {spend_diff:.2e})", flush=True)
+    results["agree"] = same_keys and results["max_leaderboard_diff"] <= TOLERANCE and spend_diff <= 1e-6
+    print(f"pandas / DuckDB: {results['speedup_vs_pandas']}; leaderboard "
+          f"{'agrees' if results['agree'] else 'DISAGREES'} (max diff {results['max_leaderboard_diff']:.2e}, "
+          f"spend {spend_diff:.2e})", flush=True)
+    for key in ("report_cold", "report_unchanged", "report_after_append", "pandas", "duckdb_figures"):
+        results[key].pop("board", None)
+        results[key].pop("spend", None)
     return results
 
 
@@ -219,9 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=1_000_000, help="ledger rows")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("build/bench/report"))
+    parser.add_argument("--postgres", default=None, metavar="URL",
+                        help="also a PostgreSQL copy of the store (an empty database: its tables are made) "
+                             "for the loader comparison")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    results = run(args.work, args.items, args.runs, args.calls, args.seed)
+    results = run(args.work.resolve(), args.items, args.runs, args.calls, args.seed, args.postgres)
     (args.work.parent / "report.json").write_text(json.dumps(results, indent=1))
     print(json.dumps(results, indent=1))
     return 0 if results["agree"] else 1

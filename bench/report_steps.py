@@ -1,0 +1,168 @@
+"""The timed steps of ``python -m bench report``, each run in a process of its own (cold caches,
+one figure per process) by bench/report_speed.py, which prints and saves what they measure.
+
+    python -m bench.report_steps report PROJECT OUT     Analytics (sync of the analytics file) + HTML
+    python -m bench.report_steps pandas DB              leaderboard and spend by model with pandas
+    python -m bench.report_steps figures PROJECT        the same two figures with DuckDB over the store
+    python -m bench.report_steps loader WAY PROJECT     judgment + ledger into DuckDB: python|scanner|adbc
+
+Each prints one JSON object: wall seconds, CPU seconds of this process, the 1-minute load average.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self) -> dict[str, float]:
+        return {"s": round(time.perf_counter() - self.wall, 3), "cpu_s": round(time.process_time() - self.cpu, 3)}
+
+
+def report(project: Path, out: Path) -> dict[str, Any]:
+    from playlisteval.analytics.report import build_sections, choose_benchmark, leaderboard_rows, render
+    from playlisteval.analytics.runner import Analytics
+    from playlisteval.config import load_settings
+    from playlisteval.store import open_store
+
+    settings = load_settings(project)
+    engine = open_store(settings)
+    clock = Clock()
+    an = Analytics(engine, settings)
+    load = clock.lap()
+    with an:
+        bench = choose_benchmark(an, None)
+        sections = build_sections(an, settings, bench)
+        page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None)
+        out.write_text(page, encoding="utf-8")
+        total = clock.lap()
+        board = [[r["judge"], ev, r[ev]] for r in leaderboard_rows(an, bench) for ev in ("retrieved", "uniform")
+                 if r[ev] is not None]
+        spend = an.rows("SELECT model, spend FROM cost_by_model WHERE model <> 'All'")
+    actions = an.sync.actions if an.sync else {}
+    return {"s": total["s"], "cpu_s": total["cpu_s"], "load_s": load["s"], "render_s": round(total["s"] - load["s"], 3),
+            "judgment": actions.get("judgment", "python loader"), "model_call": actions.get("model_call", ""),
+            "board": board, "spend": {r["model"]: r["spend"] for r in spend}, "html_kb": round(len(page) / 1024, 1)}
+
+
+def pandas(db: Path) -> dict[str, Any]:
+    from bench.report_speed import pandas_figures
+
+    clock = Clock()
+    board, spend = pandas_figures(db)
+    return {**clock.lap(), "board": [[j, ev, v] for (j, ev), v in board.items()], "spend": spend}
+
+
+FIGURES_SQL = """
+WITH facts AS (
+    SELECT j.run_id, r.benchmark_id, r.judge, r.evidence, r.scope, r.swapped,
+           CASE WHEN j.verdict IN ('A', 'B') THEN ((j.verdict = 'A') = j.a_is_better::BOOLEAN)::DOUBLE ELSE 0.5 END
+               AS score
+    FROM store.judgment AS j JOIN store.judge_run AS r ON r.id = j.run_id),
+main AS (SELECT min(run_id) AS run_id FROM facts GROUP BY benchmark_id, judge, evidence, scope, swapped)
+SELECT judge, evidence, avg(score) AS accuracy FROM facts
+WHERE run_id IN (SELECT run_id FROM main) AND NOT swapped::BOOLEAN AND scope = 'domain'
+      AND evidence IN ('retrieved', 'uniform')
+GROUP BY judge, evidence
+"""
+
+
+def figures(project: Path) -> dict[str, Any]:
+    """pandas_figures' two tables with DuckDB reading the same store tables through its scanner."""
+    import duckdb
+
+    from playlisteval.analytics import scan
+    from playlisteval.config import load_settings
+    from playlisteval.store import open_store
+
+    settings = load_settings(project)
+    engine = open_store(settings)
+    clock = Clock()
+    con = duckdb.connect()
+    scan.attach(con, engine)
+    board = con.execute(FIGURES_SQL).fetchall()
+    spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM store.model_call WHERE purpose = 'build' "
+                        "GROUP BY ALL").fetchall()
+    lap = clock.lap()
+    return {**lap, "board": [list(r) for r in board], "spend": dict(spend)}
+
+
+def loader(way: str, project: Path) -> dict[str, Any]:
+    """judgment and model_call (the columns the views read) into an in-memory DuckDB."""
+    import duckdb
+
+    from playlisteval.analytics import scan
+    from playlisteval.analytics.loader import load_tables
+    from playlisteval.analytics.runner import HEAVY_COLUMNS
+    from playlisteval.config import load_settings
+    from playlisteval.store import open_store
+
+    settings = load_settings(project)
+    engine = open_store(settings)
+    names = ["judgment", "model_call"]
+    skip = {t: set(c) for t, c in HEAVY_COLUMNS.items()}
+    columns = scan.store_columns(engine, names, skip)
+    clock = Clock()
+    con = duckdb.connect()
+    if way == "python":
+        for name, table in load_tables(engine, names, skip_columns=HEAVY_COLUMNS).items():
+            con.register("t", table)
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM t")
+            con.unregister("t")
+    elif way == "scanner":
+        scan.attach(con, engine)
+        for name in names:
+            con.execute(f"CREATE TABLE {name} AS {scan.select_all(name, columns[name])}")
+    elif way == "adbc":  # ADBC's driver: Arrow batches from C, then the same casts as the scanner
+        if engine.dialect.name == "sqlite":
+            import adbc_driver_sqlite.dbapi as adbc  # type: ignore[import-not-found,unused-ignore]
+
+            target = str(engine.url.database)
+        else:
+            import adbc_driver_postgresql.dbapi as adbc  # type: ignore[import-not-found,unused-ignore]
+
+            target = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        with adbc.connect(target) as source, source.cursor() as cursor:
+            for name in names:
+                cursor.execute(f"SELECT {', '.join(scan.quote(c.name) for c in columns[name])} FROM {name}")
+                con.register("t", cursor.fetch_arrow_table())
+                exprs = ", ".join(c.expression() for c in columns[name])
+                con.execute(f"CREATE TABLE {name} AS SELECT {exprs} FROM t")
+                con.unregister("t")
+    else:
+        raise SystemExit(f"unknown loader {way!r}")
+    lap = clock.lap()
+    rows = sum(con.execute(f"SELECT count(*) FROM {n}").fetchone()[0] for n in names)  # type: ignore[index]
+    return {**lap, "rows": rows}
+
+
+def main(argv: list[str]) -> int:
+    step, *args = argv
+    load = os.getloadavg()[0]
+    if step == "report":
+        result = report(Path(args[0]), Path(args[1]))
+    elif step == "pandas":
+        result = pandas(Path(args[0]))
+    elif step == "figures":
+        result = figures(Path(args[0]))
+    elif step == "loader":
+        result = loader(args[0], Path(args[1]))
+    else:
+        raise SystemExit(f"unknown step {step!r}")
+    print(json.dumps({**result, "load_avg": round(load, 2)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
