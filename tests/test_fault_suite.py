@@ -243,30 +243,67 @@ def test_g_budget_cap_with_concurrent_calls(tmp_path: Path, own_redis: RedisServ
     peak: list[float] = []
     with Fleet(tmp_path, env, 3, threads=3) as fleet:  # nine callers racing for the last dollars
         wait_until(lambda: calls(engine) >= 4, 60, "a few calls to price the cap")
-        with engine.connect() as conn:
-            per_call = float(conn.execute(text("SELECT MAX(estimated_usd) FROM model_call")).scalar() or 0)
-            paid = float(spend(engine).committed)
+        per_call = float(scalar(engine, "SELECT MAX(estimated_usd) FROM model_call") or 0)
+        paid = float(spend(engine).committed)
         cap = paid + 12 * per_call  # a dozen more calls' worth, met by nine callers at once
+        first_capped = int(scalar(engine, "SELECT COALESCE(MAX(id), 0) FROM model_call"))
         set_budget(settings, cap)  # the new cap reaches every worker through the store
         wait_until(lambda: status(settings).paused is not None, 90, "the build to pause at the cap")
 
-        def watch() -> None:
-            peak.append(spend(engine).committed)
-
         for _ in range(10):  # while the workers keep trying (the sweeper sends the paused items again)
-            watch()
+            peak.append(spend(engine).committed)
             time.sleep(0.3)
         st = status(settings)
         assert st.paused and "budget" in st.paused
-        assert max(peak) <= cap + 1e-9, (peak, cap)
+        # The reservations are serialized (one at a time, against paid + open reservations), so spend
+        # passes the cap by no more than what calls cost beyond their estimates (a reply longer than the
+        # estimated 1,500 tokens: the sim's B and D1): no reservation can foresee that.
+        beyond = float(scalar(engine, "SELECT COALESCE(SUM(CASE WHEN usd > estimated_usd THEN usd - estimated_usd "
+                                      "ELSE 0 END), 0) FROM model_call WHERE id > :first", first=first_capped))
+        assert max(peak) <= cap + beyond + 1e-9, (peak, cap, beyond)
         assert not all_terminal(engine) and "failed" not in items.counts(engine)
         # raising the budget is the user's decision: one `resume --budget`, and the build goes on unaided
         resume(settings, budget=CAP)
         rec = Recovery("budget cap, 9 concurrent callers", store_name(engine), bound_s(overrides),
-                       notes={"cap_usd": round(cap, 4), "peak_usd": round(max(peak), 4)})
+                       notes={"cap_usd": round(cap, 4), "peak_usd": round(max(peak), 4),
+                              "beyond_estimates_usd": round(beyond, 4)})
         rec.measure(engine)
         output = fleet.output()
     assert_sound(engine, CAP, output=output)
+
+
+def test_g_budget_reservations_are_serialized_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    """Twelve workers reserve at once against a budget with room for three calls: three get through. On
+    PostgreSQL's read committed each used to read the same spend, and more than three did."""
+    from playlisteval.errors import BudgetExceeded
+    from playlisteval.models.request import ModelRequest, TextPart
+    from playlisteval.models.runner import Runner
+
+    settings = project(tmp_path, store__url=pg_url)
+    engine = seeded_store(settings, 1)
+    estimate, racers = 0.01, 12
+    set_budget(settings, 3 * estimate + 1e-6)
+    start = threading.Barrier(racers)
+    outcome: list[str] = []
+
+    def reserve(i: int) -> None:
+        runner = Runner(settings, engine, worker=f"racer{i}")
+        request = ModelRequest(role="C2_transcript_answer", parts=[TextPart(text=f"question {i}")],
+                               response_schema="TextAnswer")
+        start.wait()
+        try:
+            runner._reserve(f"key{i}", "sim/sim-1", request, estimate)
+            outcome.append("reserved")
+        except BudgetExceeded:
+            outcome.append("refused")
+
+    threads = [threading.Thread(target=reserve, args=(i,)) for i in range(racers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(outcome).count("reserved") == 3, outcome
+    assert spend(engine).committed <= 3 * estimate + 1e-6
 
 
 # -- (h) the store turns read-only, then writable again -------------------------------------------

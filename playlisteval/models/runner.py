@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 from pydantic import ValidationError
-from sqlalchemy import func, update
+from sqlalchemy import func, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
@@ -42,6 +42,7 @@ log = structlog.get_logger(__name__)
 
 BUDGET_KEY = "budget_usd"
 PAUSED_KEY = "paused"
+_BUDGET_LOCK = 0x706C6576  # the advisory lock that serializes budget reservations on PostgreSQL
 _PAID_DONE = ("ok", "malformed", "error")
 _PAID_OPEN = ("in_flight", "interrupted")
 
@@ -275,6 +276,10 @@ class Runner:
         with transaction(self.engine) as s:
             budget = budget_usd(s, self.settings, request.purpose)  # build, select and eval: each its own
             if budget > 0:
+                if s.get_bind().dialect.name == "postgresql":
+                    # SQLite serializes this transaction (BEGIN IMMEDIATE); PostgreSQL's read committed
+                    # would let two workers read the same spend and both reserve the last dollars
+                    s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _BUDGET_LOCK})
                 # an open row for this very request is the one being replaced: not counted twice
                 spent = _spent(s, request.purpose, exclude_hash=key)
                 if spent + estimate > budget:
