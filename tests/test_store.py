@@ -72,3 +72,23 @@ def test_the_same_code_runs_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     assert engine.dialect.name == "postgresql"
     assert "0001_initial" in applied(engine)
     _claim_commit_cycle(engine)
+
+
+def test_a_video_lease_expiry_keeps_its_seconds_on_postgresql(pg_url: str) -> None:
+    """REAL is float4 on PostgreSQL: a Unix time stored there lost up to two minutes."""
+    from sqlalchemy import text as sql
+
+    from playlisteval.store import make_engine
+    from playlisteval.store.migrations import migrate
+
+    engine = make_engine(pg_url)
+    migrate(engine)
+    query = sql("SELECT data_type FROM information_schema.columns "
+                "WHERE table_name = 'video' AND column_name = 'lease_expires'")
+    with engine.begin() as conn:  # a store made before 0023: 0021 added the column as REAL
+        conn.execute(sql("ALTER TABLE video ALTER COLUMN lease_expires TYPE REAL"))
+        conn.execute(sql("DELETE FROM schema_migration WHERE name = '0023_video_lease_expires_double'"))
+        assert conn.execute(query).scalar() == "real"
+    assert "0023_video_lease_expires_double" in migrate(engine)
+    with engine.begin() as conn:
+        assert conn.execute(query).scalar() == "double precision"

@@ -43,6 +43,16 @@ def add_columns(table: str, columns: list[tuple[str, str, str]]) -> Migration:
     return migrate
 
 
+def widen_real_to_double(table: str, column: str) -> Migration:
+    """PostgreSQL's REAL is 4 bytes (a Unix time to ~2 minutes); SQLite's REAL is already 8: a no-op there."""
+
+    def migrate(conn: Connection) -> None:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE DOUBLE PRECISION"))
+
+    return migrate
+
+
 def create_tables(*names: str) -> Migration:
     """A migration that creates tables added after 0001 (a new store already has them: skipped)."""
 
@@ -113,6 +123,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0500_item_lease_renewed_at", add_column("item", "lease_renewed_at", "DOUBLE PRECISION", "0")),
     # select's difficulty gate and judge runs as actors: one job per question (issue 10)
     ("0520_work_job", create_tables("work_job")),
+    # a video's index lease was REAL: float4 on PostgreSQL, so its expiry was off by up to ~2 minutes
+    ("0023_video_lease_expires_double", widen_real_to_double("video", "lease_expires")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]
