@@ -1,6 +1,7 @@
 """Every kind of work as a module-level dramatiq actor on a named queue, taking ids (issue 10):
 
-    queue "build":  generate_qa, check_qa, generate_distractors, check_distractors (item id)
+    queue "build":  generate_qa, check_qa, generate_distractors, check_distractors (item id): one per
+                    working state, declared from the state table (state.STEPS)
     queue "index":  index_video (video id, embedder, run)
     queue "select": gate_question (job id: one question of the difficulty gate)
     queue "eval":   judge_question (job id: one question of a judge run)
@@ -23,15 +24,16 @@ import structlog
 from dramatiq.brokers.stub import StubBroker
 
 from playlisteval.config import Settings
-from playlisteval.state import State
+from playlisteval.state import STEPS as STATE_STEPS
+from playlisteval.state import State, Step
 
 log = structlog.get_logger(__name__)
 
-BUILD_QUEUE = "build"
+BUILD_QUEUE = STATE_STEPS[State.PENDING].queue
 INDEX_QUEUE = "index"  # the same name as index/actors.py's private pipeline broker
 SELECT_QUEUE = "select"
 EVAL_QUEUE = "eval"
-QUEUES = (BUILD_QUEUE, INDEX_QUEUE, SELECT_QUEUE, EVAL_QUEUE)
+QUEUES = tuple(dict.fromkeys([*(step.queue for step in STATE_STEPS.values()), INDEX_QUEUE, SELECT_QUEUE, EVAL_QUEUE]))
 
 #: the settings this module's broker came from, when a project was found at import (the dramatiq CLI)
 SETTINGS: Settings | None = None
@@ -97,24 +99,22 @@ def _step(state: State, item_id: int) -> None:
     run_step(current_app(), state, item_id)
 
 
-@dramatiq.actor(actor_name="generate_qa", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
-def generate_qa(item_id: int) -> None:
-    _step(State.PENDING, item_id)
+def _declare_step(state: State, step: Step) -> dramatiq.Actor[[int], None]:
+    """The actor of one working state, as state.STEPS declares it (name, queue)."""
+
+    def run(item_id: int) -> None:
+        _step(state, item_id)
+
+    run.__name__ = run.__qualname__ = step.actor
+    declare = dramatiq.actor(actor_name=step.actor, queue_name=step.queue, broker=broker, **_RETRIES)
+    actor: dramatiq.Actor[[int], None] = declare(run)
+    return actor
 
 
-@dramatiq.actor(actor_name="check_qa", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
-def check_qa(item_id: int) -> None:
-    _step(State.QA_GENERATED, item_id)
-
-
-@dramatiq.actor(actor_name="generate_distractors", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
-def generate_distractors(item_id: int) -> None:
-    _step(State.GATED, item_id)
-
-
-@dramatiq.actor(actor_name="check_distractors", queue_name=BUILD_QUEUE, broker=broker, **_RETRIES)
-def check_distractors(item_id: int) -> None:
-    _step(State.DEGRADED, item_id)
+#: the build's step per working state, derived from the state table
+STEPS: dict[State, dramatiq.Actor[[int], None]] = {state: _declare_step(state, step)
+                                                   for state, step in STATE_STEPS.items()}
+globals().update({actor.actor_name: actor for actor in STEPS.values()})  # module attributes, like the others
 
 
 @dramatiq.actor(actor_name="index_video", queue_name=INDEX_QUEUE, broker=broker, max_retries=3, min_backoff=1_000,
@@ -141,11 +141,6 @@ def judge_question(job_id: int) -> None:
     run_job(job_id, "judge")
 
 
-#: the build's step per working state
-STEPS: dict[State, dramatiq.Actor[[int], None]] = {
-    State.PENDING: generate_qa, State.QA_GENERATED: check_qa, State.GATED: generate_distractors,
-    State.DEGRADED: check_distractors,
-}
 #: a job's actor per kind (actors/jobs.py)
 JOBS: dict[str, dramatiq.Actor[[int], None]] = {"gate": gate_question, "judge": judge_question}
 ALL: tuple[dramatiq.Actor[..., None], ...] = (*STEPS.values(), index_video, gate_question, judge_question)

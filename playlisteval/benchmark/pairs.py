@@ -17,13 +17,13 @@ from sqlmodel import col, select
 
 from playlisteval.benchmark.keys import pair_key, question_keys
 from playlisteval.errors import ConfigError
-from playlisteval.state import State
+from playlisteval.state import FINISHED as FINISHED_STATES
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Answer, Benchmark, DistractorSet, Domain, Item, Pair, Seed
 
 RATINGS = (5, 4, 3, 2, 1)  # gold first
 #: Items that passed every gate: accepted, and those a selection already moved on.
-FINISHED = (State.ACCEPTED.value, State.SELECTED.value, State.TOO_EASY.value)
+FINISHED = tuple(s.value for s in FINISHED_STATES)
 
 
 def rating_pairs() -> list[tuple[int, int]]:

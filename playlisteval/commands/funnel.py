@@ -23,12 +23,12 @@ from playlisteval.cli_support import console, settings_of
 from playlisteval.config import Settings
 from playlisteval.models.runner import spent_usd
 from playlisteval.stages.faults import FAULT
-from playlisteval.state import State
+from playlisteval.state import GATE_ORDER, State
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import GateResult, Item
 
-#: The gates of the build in the order they run (SPEC C1–C3, D2–D4).
-GATES = ("C1", "C2.1", "C2.2", "C3", "D2", "D3", "D4")
+#: The gates of the build in the order they run (SPEC C1–C3, D2–D4), from the state table.
+GATES = GATE_ORDER
 
 
 def reason_kind(reason: str) -> str:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
-from playlisteval.stages import check_distractors, check_qa, generate_distractors, generate_qa
 from playlisteval.stages.context import StepContext, StepResult
-from playlisteval.state import State
+from playlisteval.state import STEPS, State
 
+#: each working state's stage: ``run`` of the module the state table names (state.STEPS)
 STAGES: dict[State, Callable[[StepContext], StepResult]] = {
-    State.PENDING: generate_qa.run,
-    State.QA_GENERATED: check_qa.run,
-    State.GATED: generate_distractors.run,
-    State.DEGRADED: check_distractors.run,
+    state: importlib.import_module(f"playlisteval.stages.{step.stage}").run for state, step in STEPS.items()
 }
 
 __all__ = ["STAGES", "StepContext", "StepResult"]
