@@ -4,6 +4,7 @@ one figure per process) by bench/report_speed.py, which prints and saves what th
     python -m bench.report_steps report PROJECT OUT     Analytics (sync of the analytics file) + HTML
     python -m bench.report_steps pandas DB              leaderboard and spend by model with pandas
     python -m bench.report_steps figures PROJECT        the same two figures with DuckDB over the store
+    python -m bench.report_steps figures-file PROJECT   the same from the analytics file, synced first
     python -m bench.report_steps loader WAY PROJECT     judgment + ledger into DuckDB: python|scanner|adbc
 
 Each prints one JSON object: wall seconds, CPU seconds of this process, the 1-minute load average.
@@ -98,6 +99,29 @@ def figures(project: Path) -> dict[str, Any]:
     return {**lap, "board": [list(r) for r in board], "spend": dict(spend)}
 
 
+def figures_file(project: Path) -> dict[str, Any]:
+    """The same two figures from the report's analytics file: brought up to date first (mirror.py), as a
+    report does, then queried."""
+    from playlisteval.analytics import mirror, scan
+    from playlisteval.analytics.runner import FILE_NAME, HEAVY_COLUMNS, VIEW_TABLES
+    from playlisteval.config import load_settings
+    from playlisteval.store import open_store
+
+    settings = load_settings(project)
+    engine = open_store(settings)
+    clock = Clock()
+    con, _path = mirror.connect(project / FILE_NAME)
+    sqlite = scan.attach(con, engine)
+    columns = scan.store_columns(engine, list(VIEW_TABLES), {t: set(c) for t, c in HEAVY_COLUMNS.items()})
+    actions = mirror.Mirror(con, engine, sqlite, columns).sync().actions
+    scan.detach(con)
+    board = con.execute(FIGURES_SQL.replace("store.", "")).fetchall()
+    spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM model_call WHERE purpose = 'build' "
+                        "GROUP BY ALL").fetchall()
+    lap = clock.lap()
+    return {**lap, "judgment": actions["judgment"], "board": [list(r) for r in board], "spend": dict(spend)}
+
+
 def loader(way: str, project: Path) -> dict[str, Any]:
     """judgment and model_call (the columns the views read) into an in-memory DuckDB."""
     import duckdb
@@ -156,6 +180,8 @@ def main(argv: list[str]) -> int:
         result = pandas(Path(args[0]))
     elif step == "figures":
         result = figures(Path(args[0]))
+    elif step == "figures-file":
+        result = figures_file(Path(args[0]))
     elif step == "loader":
         result = loader(args[0], Path(args[1]))
     else:
