@@ -163,3 +163,29 @@ def test_a_busy_file_and_loose_types_fall_back(tmp_path: Path, request: pytest.F
         conn.execute(text("UPDATE model_call SET input_tokens = 'lots' WHERE id = (SELECT min(id) FROM model_call)"))
     with pytest.raises(AnalyticsError, match=r"model_call\.input_tokens holds a value that is not int64"):
         Analytics(engine, settings, file=False)
+
+
+def test_a_store_that_keeps_changing_during_the_copy_is_read_in_one_snapshot(
+        tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite gives the scanner no snapshot across tables: a commit seen during the copy makes it copy
+    again, and a store that never stops changing is read by the Python loader, in one snapshot."""
+    import sqlite3
+
+    from playlisteval.analytics import mirror
+
+    settings, engine = _store(tmp_path, "sqlite", request)
+    original = mirror.Mirror._sync_once
+    attempts = []
+
+    def busy(self: mirror.Mirror) -> mirror.SyncStats:
+        stats = original(self)
+        attempts.append(1)
+        writer = sqlite3.connect(str(engine.url.database), isolation_level=None)
+        writer.execute("UPDATE item SET phase1_attempts = phase1_attempts + 1")  # another process commits
+        writer.close()
+        return stats
+
+    monkeypatch.setattr(mirror.Mirror, "_sync_once", busy)
+    with Analytics(engine, settings) as an:
+        assert len(attempts) == mirror.RETRIES and an.sync is None  # gave up on the scanner: Python loader
+        assert _views(an) == _fresh_views(engine, settings)

@@ -90,7 +90,7 @@ class Mirror:
                 if version() == before:
                     return stats
                 log.debug("analytics.sync_raced", attempt=_attempt)
-        raise Raced()
+        raise Raced(f"the store changed during each of {RETRIES} copies")
 
     def _sync_once(self) -> SyncStats:
         actions: dict[str, str] = {}

@@ -131,7 +131,7 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
         scan.detach(con)
         return con, stats, used
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
-        log.info("analytics.python_loader", reason=str(exc).splitlines()[0])
+        log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])
         con.close()
         mirror.release(used)
     con = duckdb.connect(":memory:")
