@@ -50,7 +50,9 @@ def configure(verbosity: int = 0) -> None:
         else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     )
     structlog.configure(
-        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), renderer],
+        # contextvars first: an actor's lines carry its message's context (actors/tasks.py, LogContext)
+        processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
+                    structlog.processors.TimeStamper(fmt="iso"), renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=_current_stderr_logger,
         cache_logger_on_first_use=False,

@@ -162,3 +162,30 @@ def test_the_dramatiq_cli_serves_the_same_actors(pristine: Path, redis_url: str,
     assert sel["created"] and sel["pairs"] > 0
     workers = rows(engine, "SELECT DISTINCT worker FROM work_job WHERE kind = 'gate'")
     assert len(workers) == 1 and not workers[0][0].endswith(f":{os.getpid()}")
+
+
+def test_every_message_logs_with_its_actor_and_id() -> None:
+    """The LogContext middleware: what an actor logs carries the actor, the message and its first argument."""
+    import dramatiq
+    import structlog
+    from dramatiq.brokers.stub import StubBroker
+
+    from playlisteval.actors.tasks import with_middleware
+
+    broker = with_middleware(StubBroker())
+    seen: list[dict[str, Any]] = []
+
+    def probe(item_id: int) -> None:
+        seen.append(dict(structlog.contextvars.get_contextvars()))
+
+    actor = dramatiq.actor(actor_name="probe_context", queue_name="probe", broker=broker)(probe)
+    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=100)
+    worker.start()
+    try:
+        message = actor.send(41)
+        actor.send(42)
+        broker.join("probe")
+    finally:
+        worker.stop()
+    assert seen[0] == {"actor": "probe_context", "message": message.message_id[:8], "of": 41}
+    assert seen[1]["of"] == 42 and len(seen) == 2

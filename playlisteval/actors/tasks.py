@@ -21,6 +21,7 @@ from typing import Any
 
 import dramatiq
 import structlog
+from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 
 from playlisteval.config import Settings
@@ -63,6 +64,29 @@ class Sweeper(dramatiq.Middleware):
                 log.warning("worker.sweep_failed", error=f"{type(exc).__name__}: {exc}")
 
 
+class LogContext(dramatiq.Middleware):
+    """Every log line of a message's work names its actor, message and first argument (an item, video or
+    job id), whichever worker thread or process does it."""
+
+    def before_process_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
+        structlog.contextvars.bind_contextvars(actor=message.actor_name, message=message.message_id[:8],
+                                               of=message.args[0] if message.args else None)
+
+    def after_process_message(self, broker: dramatiq.Broker, message: MessageProxy, *,
+                              result: Any = None, exception: BaseException | None = None) -> None:
+        structlog.contextvars.clear_contextvars()
+
+    def after_skip_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
+        structlog.contextvars.clear_contextvars()
+
+
+def with_middleware(target: dramatiq.Broker) -> dramatiq.Broker:
+    """``target`` with this project's middleware (once)."""
+    if not any(isinstance(m, LogContext) for m in target.middleware):
+        target.add_middleware(LogContext())
+    return target
+
+
 def _bootstrap() -> dramatiq.Broker:
     """The broker these actors are declared on at import: the process's own if it has one, else the
     project's (PLAYLISTEVAL_PROJECT or the working directory), else an in-process placeholder."""
@@ -71,7 +95,7 @@ def _bootstrap() -> dramatiq.Broker:
 
     existing = dramatiq_broker.global_broker
     if existing is not None:
-        return existing
+        return with_middleware(existing)
     try:
         from playlisteval.broker import is_redis, make_broker
         from playlisteval.config import load_settings
@@ -84,7 +108,7 @@ def _bootstrap() -> dramatiq.Broker:
         SETTINGS = settings
     except Exception:  # no project here: an App binds the actors to its broker later
         broker = StubBroker()
-    dramatiq.set_broker(broker)
+    dramatiq.set_broker(with_middleware(broker))
     return broker
 
 
@@ -148,6 +172,7 @@ ALL: tuple[dramatiq.Actor[..., None], ...] = (*STEPS.values(), index_video, gate
 
 def bind(target: dramatiq.Broker, settings: Settings) -> None:
     """Declare every actor on ``target`` (an App's broker) with time limits from ``settings``."""
+    with_middleware(target)
     cfg = settings.runner
     # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts); the
     # lease need not: it is renewed while the step runs
