@@ -36,6 +36,7 @@ log = structlog.get_logger(__name__)
 #: kind → "module:function" doing one job: fn(settings, engine, runner, job) → the job's counts
 HANDLERS = {"gate": "playlisteval.select.difficulty:gate_job", "judge": "playlisteval.eval.judge:judge_job"}
 Progress = Callable[[jobs.Tally], None]
+IDLE_HINT_S = 30.0  # waiting this long with nothing finished: say that workers may be missing
 
 
 def _handler(kind: str) -> Callable[..., dict[str, Any]]:
@@ -138,9 +139,15 @@ def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int]
         if not wait:
             return Outcome(jobs.tally(engine, ids), ("", ""), waited=False)
         log.info("jobs.waiting", kind=kind, jobs=len(ids), queue=queue, broker=settings.broker.url)
+        started, hinted = time.monotonic(), False
         while (tally := jobs.tally(engine, ids)).open:
             if progress:
                 progress(tally)
+            if not hinted and tally.open == tally.total and time.monotonic() - started > IDLE_HINT_S:
+                hinted = True  # nothing finished yet: perhaps no worker serves this broker
+                log.warning("jobs.no_worker_yet", queue=queue, jobs=tally.total, broker=settings.broker.url,
+                            hint="start `playlisteval worker` (or `dramatiq playlisteval.actors.tasks`) on this "
+                                 "broker; Ctrl-C leaves the questions queued for them")
             time.sleep(0.5)
     tally = jobs.tally(engine, ids)
     if progress:

@@ -241,10 +241,12 @@ def _money_rows(table: Table, spends: Any, projection: Any) -> None:
 @click.option("--threads", type=int, default=None, help="Worker threads (default: [broker] threads).")
 @click.pass_context
 def worker(ctx: click.Context, threads: int | None) -> None:
-    """Work the Redis queues (build items and index videos) until stopped; SIGTERM/SIGINT stop it cleanly.
+    """Work the Redis queues (build items, index videos, the questions of `select`'s difficulty gate and of
+    `eval judge` runs) until stopped; SIGTERM/SIGINT stop it cleanly.
 
     Start as many as you like, on as many machines as share the store (PostgreSQL across machines).
-    Each also re-enqueues items whose lease expired, so work a dead worker held is picked up.
+    Each also re-enqueues work whose lease expired or whose message was lost, so work a dead worker held
+    is picked up. `dramatiq playlisteval.actors.tasks` (with PLAYLISTEVAL_PROJECT) serves the same queues.
     """
     from playlisteval.actors import App
     from playlisteval.broker import is_redis
