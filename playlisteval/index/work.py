@@ -38,7 +38,8 @@ from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get
 from playlisteval.index.ocr import FrameTextReader, get_ocr
 from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
-from playlisteval.media.frames import FrameReader, frames_at, sample_times
+from playlisteval.media.frames import FrameReader, frames_at, keyed_sample_times, keyframe_times, sample_times
+from playlisteval.media.kept import MAX_SIDE, KeptFrames, kept_root
 from playlisteval.media.probe import probe
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
@@ -62,7 +63,8 @@ class Outcome:
     reused: int = 0  # vectors kept (same content, same recipe)
     ocr_read: int = 0  # frames OCR'd
     ocr_reused: int = 0  # frames that matched the last one read
-    frames: int = 0  # frames decoded
+    frames: int = 0  # frames read (decoded, or loaded from the kept frames)
+    frames_kept: int = 0  # of those, loaded from the kept frames instead of decoded
     decoder: str = ""  # decord / pyav
     full: bool = True  # False: only vectors were (re)computed for an indexed video
     worker: str = ""  # host:pid of the process that did it
@@ -188,15 +190,18 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
         # decodable frames nor audio is skipped)
         frames_at(video.path, [sample_times(spans[:1], 1)[0][0]], info.codec, (64, 64))
     per_chunk = min(cfg.frames_per_chunk, cfg.vl_max_frames) if needs_frames(embedder) else cfg.frames_per_chunk
-    times = sample_times(spans, per_chunk)
+    # samples on keyframes where one lies in the sample's slice (cheap to decode), exact otherwise
+    keys = keyframe_times(video.path) if with_frames else []
+    times = keyed_sample_times(spans, per_chunk, keys)
     side = max(cfg.ocr_max_side, 960 if needs_frames(embedder) else 0)
-    reader = FrameReader(video.path, info.codec, (side, side), (info.width, info.height)) if with_frames else None
+    frames = _ChunkFrames(video.path, info.codec, side, (info.width, info.height), keys,
+                          KeptFrames(kept_root(settings.media_dir), video.path)) if with_frames else None
     texter = None
     if ocr is not None and outcome.full:
         texter = FrameTextReader(ocr, cfg.ocr_max_side, cfg.ocr_skip_share, cfg.ocr_skip_level)
     rec = recipe(embedder, cfg.ocr_weight)
     if needs_frames(embedder):  # the vector depends on which frames of which file were read
-        rec += f"|frames={per_chunk}|{video.sha256 or info.size}"
+        rec += f"|frames={per_chunk}|keyed|{video.sha256 or info.size}"
     ocr_texts = [c.ocr_text for c in stored] if not outcome.full else ["" for _ in spans]
     hashes: list[str] = ["" for _ in spans]
     vectors: dict[int, np.ndarray] = {}
@@ -207,12 +212,12 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
             idxs = list(range(first, min(first + window, len(spans))))
             inputs: dict[int, ChunkInput] = {}
             for i in idxs:
-                frames = reader.read(times[i]) if reader is not None else []
-                outcome.frames += len(frames)
+                images = frames.read(times[i]) if frames is not None else []
+                outcome.frames += len(images)
                 if texter is not None:
-                    ocr_texts[i] = texter.chunk_text(frames)
+                    ocr_texts[i] = texter.chunk_text(images)
                 if needs_frames(embedder):
-                    kept[i] = frames
+                    kept[i] = images
                 chunk_progress.note(outcome.run, video.id, i + 1)  # the `index` bar moves per chunk
             texts = texts or _heard(heard, outcome)
             for i in idxs:
@@ -225,9 +230,10 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                 rows = embed_chunks(embedder, list(inputs.values()), cfg.ocr_weight)
                 vectors.update(zip(inputs, rows, strict=True))
     finally:
-        if reader is not None:
-            outcome.decoder = reader.backend
-            reader.close()
+        if frames is not None:
+            outcome.decoder = frames.backend
+            outcome.frames_kept = frames.reused
+            frames.close()
         asr_thread.shutdown(wait=True, cancel_futures=True)
     texts = texts or _heard(heard, outcome)
     if texter is not None:
@@ -238,6 +244,42 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     outcome.seconds = round(time.monotonic() - started, 3)
     _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, heard.result().captions_path,
             info.duration, outcome, worker)
+
+
+class _ChunkFrames:
+    """A chunk's sampled frames: the kept ones when all are kept and big enough, else decoded (and kept).
+
+    The decoder is opened on the first chunk that needs it, so a video whose frames are all kept is
+    never decoded.
+    """
+
+    def __init__(self, path: str, codec: str | None, side: int, source: tuple[int, int], keys: list[float],
+                 kept: KeptFrames) -> None:
+        self.path, self.codec, self.side, self.source, self.keys, self.kept = path, codec, side, source, keys, kept
+        self.reader: FrameReader | None = None
+        self.reused = 0
+        self.backend = "kept"
+
+    def read(self, times: list[float]) -> list[Image.Image]:
+        if self.side <= MAX_SIDE:  # kept frames are MAX_SIDE at most: a bigger need decodes
+            images = self.kept.load(times)
+            if images is not None:
+                self.reused += len(images)
+                return images
+        if self.reader is None:
+            self.reader = FrameReader(self.path, self.codec, (self.side, self.side), self.source, keyframes=self.keys)
+        images = self.reader.read(times)
+        self.backend = self.reader.backend
+        try:
+            for t, image in zip(times, images, strict=True):
+                self.kept.save(t, image)
+        except OSError as exc:  # a full or read-only disk costs later reuse, not this index
+            log.warning("index.frames_not_kept", folder=str(self.kept.folder), error=str(exc)[:200])
+        return images
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
 
 
 def _heard(heard: Future[Transcripts], outcome: Outcome) -> list[str]:

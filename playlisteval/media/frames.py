@@ -1,5 +1,16 @@
 """Frames at given timestamps: decord for the codecs it reads well (H.264, HEVC), PyAV for the rest.
 
+Keyframe-aware sampling (issue 13): a frame sample at an exact timestamp costs the decoding of every
+frame from the keyframe before it, about half a GOP (4 s of 30-fps video with x264's ~8-s keyframe
+interval), and the samples of a chunk each sit in a different GOP. So ``keyed_sample_times`` moves a
+sample onto a keyframe when one lies inside the sample's own slice of the chunk (its quarter, with 4
+samples per chunk) and keeps the exact timestamp otherwise; a reader given the keyframe times decodes
+keyframe samples with non-key frames skipped (PyAV ``skip_frame``), which on 720p H.264 reads a
+sample for the price of demuxing the packets in between. Keyframe times come from demuxing packets
+(``packet.is_keyframe``), never from decoding. Measured on a 720p file: PyAV decoding keyframes only
+reads them ~9x faster than decord's ``get_batch`` of the same key indices, and PyAV's exact seeking
+also beat decord, so keyframe-aware readers always use PyAV.
+
 decord fails on VP9/AV1 and has been seen to hang or leak on files that over-report their frame
 count (DESIGN, known traps), so it is only tried for codecs it handles and any error falls back to
 PyAV, which reads everything ffmpeg reads.
@@ -11,6 +22,7 @@ resized in Python), which matters for 1080p sources.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,12 +39,49 @@ from playlisteval.errors import MediaError
 log = structlog.get_logger(__name__)
 DECORD_CODECS = {"h264", "hevc", "mpeg4"}
 _SEEK_GAP_S = 2.0  # PyAV: decode forward to a frame this close ahead instead of seeking to it
+# PyAV, keyframes only: demuxing forward is cheap (no decoding), so seek only across a long gap
+_KEY_SEEK_GAP_S = 60.0
 
 
 def fit_size(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
     """The largest (w, h) with the source's aspect ratio that fits inside ``box``; even numbers."""
     scale = min(box[0] / width, box[1] / height)
     return max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2)
+
+
+def keyframe_times(path: str | Path) -> list[float]:
+    """The presentation times (s) of a video's keyframes, read from its packets without decoding."""
+    import av
+
+    try:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            base = stream.time_base or 1
+            times = {float(packet.pts * base) for packet in container.demux(stream)
+                     if packet.is_keyframe and packet.pts is not None}
+    except Exception as exc:
+        raise MediaError(path, f"cannot read keyframes: {exc}") from exc
+    return sorted(times)
+
+
+def keyed_sample_times(spans: Sequence[tuple[float, float]], per_chunk: int,
+                       keyframes: Sequence[float]) -> list[list[float]]:
+    """Like ``sample_times``, but each sample moves to the keyframe nearest its centre when one lies
+    inside the sample's own slice of the chunk ([start + span*i/n, start + span*(i+1)/n)).
+
+    Chunk boundaries are untouched: a sample never leaves its slice, so never its chunk.
+    """
+    keys = sorted(keyframes)
+    n = max(1, per_chunk)
+    out: list[list[float]] = []
+    for (start, end), centres in zip(spans, sample_times(spans, n), strict=True):
+        row = []
+        for i, centre in enumerate(centres):
+            lo, hi = start + (end - start) * i / n, start + (end - start) * (i + 1) / n
+            inside = keys[bisect.bisect_left(keys, lo):bisect.bisect_left(keys, hi)]
+            row.append(min(inside, key=lambda k, c=centre: (abs(k - c), k)) if inside else centre)
+        out.append(row)
+    return out
 
 
 def sample_times(spans: Sequence[tuple[float, float]], per_chunk: int) -> list[list[float]]:
@@ -73,27 +122,39 @@ class _Decord:
 
 
 class _PyAV:
-    def __init__(self, path: str, size: tuple[int, int] | None) -> None:
+    def __init__(self, path: str, size: tuple[int, int] | None, keyframes: Sequence[float] = ()) -> None:
         import av
 
         self.path = path
         self.size = size
+        self.keys = sorted(keyframes)
         self.container = av.open(path)
         self.stream = self.container.streams.video[0]
         self.stream.thread_type = "AUTO"
         self.base = self.stream.time_base or 1
         self.frames: Iterator[Any] | None = None
         self.current: Any = None  # the last decoded frame
+        self.keys_only = False  # decoding with non-key frames skipped
 
-    def _seek(self, t: float) -> None:
+    def _is_key(self, t: float) -> bool:
+        i = bisect.bisect_left(self.keys, t - 1e-4)
+        return i < len(self.keys) and abs(self.keys[i] - t) <= 1e-4
+
+    def _seek(self, t: float, keys_only: bool = False) -> None:
+        # a switch of mode goes through a seek: frames decoded after skipped ones would be corrupt
+        self.stream.codec_context.skip_frame = "NONKEY" if keys_only else "DEFAULT"
+        self.keys_only = keys_only
         self.container.seek(int(max(t, 0) / self.base), stream=self.stream, backward=True, any_frame=False)
         self.frames = self.container.decode(self.stream)
         self.current = None
 
     def _frame_at(self, t: float) -> Any:
         here = self.current.time if self.current is not None and self.current.time is not None else None
-        if self.frames is None or here is None or t < here - 1e-3 or t - here > _SEEK_GAP_S:
-            self._seek(t)
+        keyed = self._is_key(t)
+        gap = _KEY_SEEK_GAP_S if keyed else _SEEK_GAP_S
+        if (self.frames is None or here is None or t < here - 1e-3 or t - here > gap
+                or keyed != self.keys_only):
+            self._seek(t, keyed)
         elif here >= t - 1e-3:
             return self.current  # two samples within one frame's duration
         assert self.frames is not None
@@ -124,18 +185,20 @@ class FrameReader:
     """One video's frames, read in time order chunk after chunk: ``reader.read([t1, t2, …])``.
 
     decord is used for ``DECORD_CODECS``; on its first error the reader switches to PyAV for good.
-    Every failure surfaces as MediaError.
+    Given ``keyframes`` (``keyframe_times``), PyAV reads, and a timestamp that is a keyframe's is
+    decoded with non-key frames skipped. Every failure surfaces as MediaError.
     """
 
     def __init__(self, path: str | Path, codec: str | None = None, size: tuple[int, int] | None = None,
-                 source_size: tuple[int, int] = (0, 0)) -> None:
+                 source_size: tuple[int, int] = (0, 0), keyframes: Sequence[float] | None = None) -> None:
         self.path = str(path)
         if not Path(self.path).is_file():
             raise MediaError(self.path, "file not found")
         self.size = size
+        self.keyframes = list(keyframes or ())
         self.backend = "pyav"
         self._impl: _Decord | _PyAV | None = None
-        if codec in DECORD_CODECS:
+        if codec in DECORD_CODECS and keyframes is None:  # keyframe-aware reading: PyAV (module doc)
             try:
                 self._impl = _Decord(self.path, size, source_size)
                 self.backend = "decord"
@@ -146,7 +209,7 @@ class FrameReader:
 
     def _open_pyav(self) -> _PyAV:
         try:
-            return _PyAV(self.path, self.size)
+            return _PyAV(self.path, self.size, self.keyframes)
         except Exception as exc:
             raise MediaError(self.path, f"cannot decode frames: {exc}") from exc
 
