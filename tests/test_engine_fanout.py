@@ -189,3 +189,23 @@ def test_every_message_logs_with_its_actor_and_id() -> None:
         worker.stop()
     assert seen[0] == {"actor": "probe_context", "message": message.message_id[:8], "of": 41}
     assert seen[1]["of"] == 42 and len(seen) == 2
+
+
+def test_the_sweeper_resends_a_job_whose_message_was_lost(redis_url: str, tmp_path: Path) -> None:
+    """A queued job with no message (Redis lost it) and a running one whose holder stopped renewing its lease
+    are sent again by a worker's sweeper; a job with a message is not sent twice."""
+    from playlisteval.actors import App, jobs
+    from playlisteval.broker import queued_ids
+    from playlisteval.workers import sweep_once
+
+    settings = project(tmp_path, broker__url=redis_url, broker__sweep_grace_s=0)
+    app = App(settings)
+    engine = app.engine
+    lost, held = jobs.prepare(engine, "gate", 0, [1, 2], jobs.new_pass(), {})
+    assert jobs.claim(engine, held, "gone:1", lease_s=0.0) is not None  # its lease ran out at once
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE work_job SET updated_at = updated_at - 60"))
+    assert sweep_once(app) == 2
+    assert queued_ids(app.broker, "select") == {lost, held}
+    assert sweep_once(app) == 0  # both have a message now
+    app.broker.close()
