@@ -5,7 +5,11 @@
 - uniform: ``frames`` (128) frames evenly spaced over the whole corpus laid end to end, blind to the
   question;
 - oracle: uniform over the two gold segments only.
-Frames are always shown chronologically within a video and in playlist order across videos. The
+Where `index` kept the frames it read (playlisteval/media/kept.py), a frame moves onto a kept one in
+its chunk (SPEC G1): a retrieved chunk's frames are its indexed timestamps nearest the slice centres,
+each used once; a uniform frame is the kept frame nearest it. The judge is then shown a frame that is
+already decoded, and the recorded timestamps are the ones shown. Without kept frames the exact
+timestamps stay. Frames are always shown chronologically within a video and in playlist order across videos. The
 transcript block has one line per served chunk in that order, ``[Video i @ m:s] text``, where i numbers
 the source videos by first appearance and m:s is where the chunk starts in its video.
 """
@@ -15,17 +19,20 @@ from __future__ import annotations
 import bisect
 import threading
 from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings
-from playlisteval.errors import ConfigError
+from playlisteval.errors import ConfigError, MediaError
 from playlisteval.eval.corpus import Corpora, CorpusChunk, CorpusVideo, Question
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.search import corpus_index, index_cache_dir
 from playlisteval.index.vectors import VectorIndex, exact_search
+from playlisteval.media.kept import KeptFrames, kept_root
 
 MODES = ("retrieved", "uniform", "oracle")
 
@@ -171,6 +178,41 @@ def retrieved(retriever: Retriever, question: Question, videos: list[CorpusVideo
                     {cid: score for cid, score in top})
 
 
+def _nearest(times: list[float], t: float) -> int:
+    i = bisect.bisect_left(times, t)
+    near = [j for j in (i - 1, i) if 0 <= j < len(times)]
+    return min(near, key=lambda j: (abs(times[j] - t), times[j]))
+
+
+def on_kept_frames(evidence: Evidence, root: Path) -> Evidence:
+    """The evidence with each frame moved onto a kept frame of its chunk where there is one (module doc)."""
+    by_id = {c.chunk_id: c for c in evidence.chunks}
+    kept: dict[str, KeptFrames | None] = {}
+    out: list[Frame] = []
+    for chunk_id, group in groupby(evidence.frames, key=lambda f: f.chunk_id):
+        frames = list(group)
+        chunk = by_id[chunk_id]
+        if frames[0].path not in kept:
+            try:
+                kept[frames[0].path] = KeptFrames(root, frames[0].path)
+            except MediaError:  # a missing source: the exact timestamps, and the error where it is read
+                kept[frames[0].path] = None
+        store = kept[frames[0].path]
+        free = store.within(chunk.start, chunk.end) if store is not None else []
+        moved = []
+        for frame in frames:
+            if not free:
+                moved.append(frame)
+                continue
+            j = _nearest(free, frame.t)
+            moved.append(Frame(frame.video_id, frame.path, frame.codec, free[j], frame.chunk_id))
+            if evidence.mode == "retrieved":  # a chunk's frames are distinct indexed frames
+                free = free[:j] + free[j + 1:]
+        out.extend(sorted(moved, key=lambda f: f.t))
+    evidence.frames = out
+    return evidence
+
+
 def select_evidence(corpora: Corpora, retriever: Retriever | None, question: Question, mode: str,
                     scope: str, n_frames: int, per_chunk: int) -> Evidence:
     """The evidence of ``mode`` from ``scope`` for one question (oracle mode means the oracle scope)."""
@@ -182,5 +224,7 @@ def select_evidence(corpora: Corpora, retriever: Retriever | None, question: Que
     if mode == "retrieved":
         if retriever is None:
             raise ConfigError("retrieved evidence needs a retriever")
-        return retrieved(retriever, question, videos, n_frames, per_chunk, scope)
-    return uniform(videos, n_frames, mode, scope)
+        evidence = retrieved(retriever, question, videos, n_frames, per_chunk, scope)
+    else:
+        evidence = uniform(videos, n_frames, mode, scope)
+    return on_kept_frames(evidence, kept_root(corpora.settings.media_dir))

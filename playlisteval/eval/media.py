@@ -1,8 +1,12 @@
 """Evidence as request parts: frame images (JPEG files at the judge's frame size) and chunk audio.
 
-Frames are written once per video, size and timestamp under ``<media>/frames`` and reused by every
-run. Audio (SPEC G3, MP3 by default) is either one track — the served chunks' audio in frame order, each followed by
-a pause, at a playback speed — for APIs that take one audio input, or one part per chunk ("turns").
+A frame `index` kept (playlisteval/media/kept.py; evidence moves frames onto them) is served from its
+kept JPEG: as it is when it already fits the judge's frame size, else shrunk from it; only a frame that
+is not kept, or a size bigger than the kept one, is decoded from the video. Frames are written once per
+video, size and timestamp under ``<media>/frames`` and reused by every run.
+
+Audio (SPEC G3, MP3 by default) is either one track — the served chunks' audio in frame order, each
+followed by a pause, at a playback speed — for APIs that take one audio input, or one part per chunk ("turns").
 ffmpeg cuts, resamples (16 kHz mono), speeds up (atempo) and joins; the pause is not sped up. A video
 without an audio stream contributes silence of its chunk's length. Tracks are cached by content key.
 """
@@ -16,10 +20,13 @@ from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
+from PIL import Image
+
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, MediaError
 from playlisteval.eval.evidence import Evidence
-from playlisteval.media.frames import save_frames
+from playlisteval.media.frames import fit_size, save_frames
+from playlisteval.media.kept import KeptFrames, kept_root
 from playlisteval.media.probe import probe
 from playlisteval.models.request import AudioPart, ImagePart
 
@@ -48,11 +55,42 @@ def image_parts(settings: Settings, evidence: Evidence, size: tuple[int, int]) -
     for video_id, indices in by_video.items():
         first = evidence.frames[indices[0]]
         out_dir = settings.media_dir / "frames" / f"video-{video_id}" / f"{size[0]}x{size[1]}"
+        kept = KeptFrames(kept_root(settings.media_dir), first.path) if Path(first.path).is_file() else None
+        decode = []
+        for i in indices:
+            paths[i] = _from_kept(kept, evidence.frames[i].t, out_dir, size) if kept is not None else None
+            if paths[i] is None:
+                decode.append(i)
+        if not decode:
+            continue
+        indices = decode
         with _lock_for(out_dir):
             written = save_frames(first.path, [evidence.frames[i].t for i in indices], out_dir, first.codec, size)
         for i, path in zip(indices, written, strict=True):
             paths[i] = path
     return [ImagePart(path=str(p), timestamp=f.t, source=f.path) for p, f in zip(paths, evidence.frames, strict=True)]
+
+
+def _from_kept(kept: KeptFrames, t: float, out_dir: Path, size: tuple[int, int]) -> Path | None:
+    """The kept frame at ``t`` fitted inside ``size`` (no decoding); None when it is not kept or too small."""
+    source = kept.path(t)
+    try:
+        with Image.open(source) as image:
+            if fit_size(image.width, image.height, size) == image.size:
+                return source  # already the judge's size
+            if fit_size(image.width, image.height, size)[0] > image.width:
+                return None  # a bigger frame than was kept: decode it
+            target = out_dir / f"{t:010.3f}.jpg"
+            if not target.is_file():
+                out_dir.mkdir(parents=True, exist_ok=True)
+                small = image.convert("RGB").resize(fit_size(image.width, image.height, size),
+                                                    Image.Resampling.BILINEAR)
+                tmp = target.with_name(f"{target.stem}.kept.{threading.get_ident()}.tmp")
+                small.save(tmp, "JPEG", quality=85)
+                tmp.replace(target)
+            return target
+    except FileNotFoundError:
+        return None
 
 
 @lru_cache(maxsize=4096)

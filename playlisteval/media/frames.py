@@ -79,7 +79,7 @@ def keyed_sample_times(spans: Sequence[tuple[float, float]], per_chunk: int,
         for i, centre in enumerate(centres):
             lo, hi = start + (end - start) * i / n, start + (end - start) * (i + 1) / n
             inside = keys[bisect.bisect_left(keys, lo):bisect.bisect_left(keys, hi)]
-            row.append(min(inside, key=lambda k, c=centre: (abs(k - c), k)) if inside else centre)
+            row.append(min(inside, key=lambda k: (abs(k - centre), k)) if inside else centre)  # noqa: B023
         out.append(row)
     return out
 
