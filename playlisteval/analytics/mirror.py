@@ -9,7 +9,8 @@ Tables are kept by one of two policies:
   Then the copy is checked against the store — same count, same largest id — and any difference
   (``eval drop`` deleted a run's judgments, an id reused after a delete) reloads the table whole; so
   does a judge run that vanished or was made anew under the same id (its ``created_at`` differs).
-* **whole** — everything else (items change state, runs change status): small, re-read every time.
+* **whole** — everything else (items change state, runs change status): small, re-read every time
+  into memory (TEMP tables): the file holds the append-only tables only.
 
 A table whose columns changed (a migration), a file made from another store, or a file DuckDB cannot
 open is rebuilt from scratch. Nothing here writes to the store: it is attached read-only.
@@ -125,12 +126,11 @@ class Mirror:
                                [name]).fetchone()
         return None if row is None else (row[0], row[1], row[2], row[3], row[4])
 
-    def _record(self, name: str, columns: list[Column], runs: str | None) -> None:
-        policy = APPEND.get(name)
-        n, max_id = self.con.execute(f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}").fetchone() \
-            if policy else (0, 0)  # type: ignore[misc]
+    def _record(self, name: str, columns: list[Column], runs: str | None, policy: Policy) -> None:
+        n, max_id = self.con.execute(  # type: ignore[misc]
+            f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}").fetchone()
         open_ids: list[int] = []
-        if policy and policy.open_rows:
+        if policy.open_rows:
             open_ids = [int(r[0]) for r in self.con.execute(
                 f"SELECT id FROM {quote(name)} WHERE {policy.open_rows} ORDER BY id").fetchall()]
         self.con.execute(f"INSERT OR REPLACE INTO {META} VALUES (?, ?, ?, ?, ?, ?)",
@@ -138,18 +138,19 @@ class Mirror:
 
     def _table(self, name: str, columns: list[Column], runs: str | None) -> str:
         policy = APPEND.get(name)
+        if policy is None:  # re-read every time anyway: kept in memory, never written to the file
+            return self._whole(name, columns, "whole", temp=True)
         meta = self._meta(name)
-        if policy is None:
-            action = self._whole(name, columns, "whole")
-        elif meta is None or meta[0] != self._signature(columns):
+        if meta is None or meta[0] != self._signature(columns):
             action = self._whole(name, columns, "reloaded (new or changed columns)" if meta else "loaded")
         else:
             action = self._append(name, columns, policy, meta, runs)
-        self._record(name, columns, runs)
+        self._record(name, columns, runs, policy)
         return action
 
-    def _whole(self, name: str, columns: list[Column], action: str) -> str:
-        self.con.execute(f"CREATE OR REPLACE TABLE {quote(name)} AS {scan.select_all(name, columns)}")
+    def _whole(self, name: str, columns: list[Column], action: str, *, temp: bool = False) -> str:
+        kind = "TEMP TABLE" if temp else "TABLE"
+        self.con.execute(f"CREATE OR REPLACE {kind} {quote(name)} AS {scan.select_all(name, columns)}")
         return action
 
     def _append(self, name: str, columns: list[Column], policy: Policy, meta: tuple[str, int, int, str, str],
