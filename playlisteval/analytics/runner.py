@@ -190,10 +190,13 @@ class Analytics:
     def table(self, sql: str, params: list[Any] | None = None) -> pa.Table:
         """Run one of our own queries (views, report) and return an Arrow table."""
         try:
-            relation = self.con.sql(sql, params=params or None)
-            if relation is None:  # not a query (our own SQL always is; user_query checks first)
+            # execute + fetch, not sql(): a relation made with parameters runs its query twice (measured:
+            # 0.16 s against 0.03 s for an aggregate over a million judgments)
+            cursor = self.con.execute(sql, params or [])
+            if cursor.description is None:  # not a query (our own SQL always is; user_query checks first)
                 raise AnalyticsError("the statement returned no rows")
-            return _arrow(relation)
+            table: pa.Table = cursor.fetch_arrow_table()
+            return table
         except duckdb.Error as exc:
             raise AnalyticsError(str(exc)) from exc
 
