@@ -1,17 +1,20 @@
-"""Indexing throughput as a real-time factor (seconds of video per wall second), issue 3.
+"""Indexing throughput as a real-time factor (seconds of video per wall second), issues 3 and 13.
 
-On a synthetic collection (default 2 domains x 3 videos x 5 minutes = 30 minutes), in one run:
+Two collections, each figure in a process of its own (bench/index_figures.py), the machine's load
+average printed beside it, every figure also given as a ratio against its baseline in the same run:
 
-1. media, ours: probe, then per video one decoder (decord, PyAV for VP9) reading the sampled frames
-   of every chunk at timestamps, and one ffmpeg decode of the audio cut into exact 16 kHz chunks;
-2. media, naive baseline: per chunk one ffmpeg re-encode of the exact 30-s piece (H.264 + AAC), then
-   the same frames and audio read from that piece;
-3. the whole offline index (`index_collection`: captions, frames, OCR, MiniLM vectors, segments,
-   seeds) into a fresh store, model loading included.
+- synthetic: 2 domains x 3 videos x 5 minutes (640x360, 2 fps, one VP9), captions beside them;
+- 720p: synthetic videos re-encoded to 1280x720, 30 fps, H.264 with x264's default preset and a
+  keyframe every 8 s (-g 240), with temporal grain so that every frame is decoded like camera video;
+  captions beside them. Made once and kept under the work folder.
 
-Both media runs use the same number of worker threads (one video each) as the index does.
+Per collection: the media steps (frames of every chunk + exact 16 kHz chunk audio) three ways —
+keyframe-aware (ours), exact timestamps (the previous way) and the naive per-chunk re-encode (the
+baseline); the keyframe listing by PyAV (packets) vs decord (its index); the whole offline `index`
+(captions given, so no ASR) with its peak memory; then 128-frame evidence for one question after
+`index` (from the kept frames) against the same evidence decoded from the video.
 
-    .venv/bin/python -m bench [--minutes 5] [--videos 3] [--threads 2] [--work build/bench]
+    .venv/bin/python -m bench [--minutes 5] [--videos 3] [--hd-videos 2] [--hd-minutes 2] [--threads 2]
 """
 
 from __future__ import annotations
@@ -27,115 +30,160 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: bench/index_speed.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from playlisteval.config import Settings, write_project
-from playlisteval.index.chunking import chunk_spans
-from playlisteval.index.collection import add_manifest
-from playlisteval.index.pipeline import index_collection
-from playlisteval.media.audio import chunk_pcm
-from playlisteval.media.frames import FrameReader, sample_times
+from playlisteval.config import write_project
 from playlisteval.media.probe import probe
-from playlisteval.store import open_store
 from playlisteval.synth.make import make_collection
 
-SAMPLE_RATE = 16000
+ROOT = Path(__file__).resolve().parents[1]
+HD_FILTER = "scale=1280:720:flags=bicubic,fps=30,noise=alls=6:allf=t"
 
 
-def _videos(out: Path) -> list[Path]:
-    return sorted([*out.glob("*/*/*.mp4"), *out.glob("*/*/*.webm")])
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
-def media_ours(video: Path, cfg: Settings) -> int:
-    """Frames and audio of every chunk of one video, the way `index` reads them; frames read."""
-    info = probe(video)
-    spans = chunk_spans(info.duration, cfg.index.chunk_s, cfg.index.min_last_chunk_s)
-    side = cfg.index.ocr_max_side
-    frames = 0
-    with FrameReader(video, info.codec, (side, side), (info.width, info.height)) as reader:
-        for times in sample_times(spans, cfg.index.frames_per_chunk):
-            frames += len(reader.read(times))
-    for _pcm in chunk_pcm(video, spans, SAMPLE_RATE):
-        pass
-    return frames
+def figure(name: str, **args: Any) -> dict[str, Any]:
+    """Run one figure in a fresh process; its JSON result with the load average before and after."""
+    before = _load()
+    done = subprocess.run([sys.executable, "-m", "bench.index_figures", name, json.dumps(args)], cwd=ROOT,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"figure {name} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["load_1m"] = [before, _load()]
+    return result
 
 
-def media_naive(video: Path, cfg: Settings) -> int:
-    """The baseline: re-encode each chunk with ffmpeg, then read its frames and audio from the piece."""
-    info = probe(video)
-    spans = chunk_spans(info.duration, cfg.index.chunk_s, cfg.index.min_last_chunk_s)
-    side = cfg.index.ocr_max_side
-    frames = 0
-    with tempfile.TemporaryDirectory(prefix="naive-") as tmp:
-        for i, (start, end) in enumerate(spans):
-            piece = Path(tmp) / f"chunk{i}.mp4"
-            subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-ss", f"{start:.3f}", "-i", str(video),
-                            "-t", f"{end - start:.3f}", "-c:v", "libx264", "-preset", "veryfast", "-c:a", "aac",
-                            str(piece)], check=True)
-            local = [t - start for t in sample_times([(start, end)], cfg.index.frames_per_chunk)[0]]
-            with FrameReader(piece, "h264", (side, side), (info.width, info.height)) as reader:
-                frames += len(reader.read(local))
-            for _pcm in chunk_pcm(piece, [(0.0, end - start)], SAMPLE_RATE):
-                pass
-    return frames
+def make_hd(out: Path, source: Path, videos: int, minutes: float, seed: int) -> list[Path]:
+    """The 720p collection: synthetic scenes re-encoded as ordinary 30-fps H.264 (kept between runs)."""
+    src = make_collection(source, domains=1, playlists=1, videos=videos, minutes=minutes, seed=seed, vp9=0)
+    jobs = []
+    for path in src:
+        target = out / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for sidecar in path.parent.glob(f"{path.stem}.*"):
+            if sidecar.suffix in (".vtt", ".srt"):
+                shutil.copy2(sidecar, target.with_suffix(sidecar.suffix))
+        if not target.is_file():
+            jobs.append((path, target))
+
+    def encode(pair: tuple[Path, Path]) -> None:
+        path, target = pair
+        tmp = target.with_name(target.stem + ".part.mp4")
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(path), "-vf", HD_FILTER,
+                        "-c:v", "libx264", "-g", "240", "-pix_fmt", "yuv420p", "-c:a", "aac", str(tmp)], check=True)
+        tmp.replace(target)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(encode, jobs))
+    return sorted(out / p.relative_to(source) for p in src)
 
 
-def _timed(fn, videos: list[Path], cfg: Settings, threads: int) -> tuple[float, int]:  # type: ignore[no-untyped-def]
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        frames = sum(pool.map(lambda v: fn(v, cfg), videos))
-    return time.monotonic() - started, frames
+def _project(work: Path, name: str, folders: dict[str, list[Path]]) -> Path:
+    """A fresh project with the collection added (folders by domain): what `playlisteval add` does."""
+    from playlisteval.config import load_settings
+    from playlisteval.index.collection import add_paths
+    from playlisteval.store import open_store
 
-
-def run(work: Path, domains: int, videos: int, minutes: float, threads: int, seed: int) -> dict[str, object]:
-    out = work / "videos"
-    t0 = time.monotonic()
-    paths = make_collection(out, domains=domains, playlists=1, videos=videos, minutes=minutes, seed=seed)
-    synth_s = time.monotonic() - t0
-    total = sum(probe(p).duration for p in paths)
-    cfg = Settings()
-    cfg.index.threads = threads
-    results: dict[str, object] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores", "videos": len(paths),
-        "video_s": round(total, 1), "threads": threads, "frames_per_chunk": cfg.index.frames_per_chunk,
-        "synth_s": round(synth_s, 1),
-    }
-    for name, fn in (("media_ours", media_ours), ("media_naive", media_naive)):
-        wall, frames = _timed(fn, paths, cfg, threads)
-        results[name] = {"wall_s": round(wall, 2), "rtf": round(total / wall, 1), "frames": frames}
-        print(f"{name:12s} {wall:7.1f} s  {total / wall:6.1f}x real time", flush=True)
-    project = work / "project"
+    project = work / name
     shutil.rmtree(project, ignore_errors=True)
     write_project(project)
-    settings = Settings()
-    settings.root, settings.index.threads = project, threads
-    engine = open_store(settings)
-    add_manifest(engine, out / "manifest.csv")
-    report = index_collection(settings, engine)
-    results["index_offline"] = {
-        "wall_s": round(report.seconds, 2), "rtf": round(total / report.seconds, 1), "chunks": report.chunks,
-        "ocr_frames_read": report.ocr_read, "ocr_frames_reused": report.ocr_reused,
-        "embedded": report.embedded, "seeds": report.seeds.inserted,
-    }
-    print(f"{'index':12s} {report.seconds:7.1f} s  {total / report.seconds:6.1f}x real time "
-          f"({report.chunks} chunks, OCR {report.ocr_read} frames read, {report.ocr_reused} reused)", flush=True)
+    engine = open_store(load_settings(project))
+    for domain, paths in folders.items():
+        add_paths(engine, domain, paths)
+    engine.dispose()
+    return project
+
+
+def _ratio(a: float, b: float) -> float:
+    return round(a / b, 2) if b > 0 else float("nan")
+
+
+def measure(work: Path, label: str, paths: list[Path], folders: dict[str, list[Path]], threads: int,
+            evidence_frames: int) -> dict[str, Any]:
+    total = sum(probe(p).duration for p in paths)
+    videos = [str(p) for p in paths]
+    out: dict[str, Any] = {"videos": len(paths), "video_s": round(total, 1)}
+    for name in ("media_keyed", "media_exact", "media_naive"):
+        result = figure(name, videos=videos, threads=threads)
+        result["rtf"] = round(total / result["wall_s"], 1)
+        out[name] = result
+        print(f"{label:9s} {name:12s} {result['wall_s']:7.1f} s  {result['rtf']:7.1f}x real time  "
+              f"peak {result['peak_rss_mb']:6.0f} MB  load {result['load_1m']}", flush=True)
+    keyed, exact, naive = (out[n]["wall_s"] for n in ("media_keyed", "media_exact", "media_naive"))
+    out["media_keyed"]["vs_naive"] = _ratio(naive, keyed)
+    out["media_keyed"]["vs_exact"] = _ratio(exact, keyed)
+    out["media_exact"]["vs_naive"] = _ratio(naive, exact)
+    print(f"{label:9s} keyframe-aware media: {out['media_keyed']['vs_naive']}x the re-encode baseline, "
+          f"{out['media_keyed']['vs_exact']}x exact sampling", flush=True)
+    out["keyframe_listing"] = figure("keyframes", videos=videos)
+    print(f"{label:9s} keyframe listing {out['keyframe_listing']}", flush=True)
+    project = _project(work, f"project-{label}", folders)
+    result = figure("index", project=str(project), threads=threads)
+    result["rtf"] = round(total / result["wall_s"], 1)
+    result["vs_naive_media"] = _ratio(naive, result["wall_s"])
+    out["index_offline"] = result
+    print(f"{label:9s} {'index':12s} {result['wall_s']:7.1f} s  {result['rtf']:7.1f}x real time  "
+          f"peak {result['peak_rss_mb']:6.0f} MB  load {result['load_1m']} ({result['chunks']} chunks, OCR "
+          f"{result['ocr_frames_read']} read, {result['ocr_frames_reused']} reused)", flush=True)
+    kept = figure("evidence", project=str(project), frames=evidence_frames)
+    with tempfile.TemporaryDirectory(prefix="nokept-", dir=work) as empty:
+        decoded = figure("evidence", project=str(project), frames=evidence_frames, media_dir=empty)
+    out["evidence"] = {"kept": kept, "decoded": decoded}
+    print(f"{label:9s} evidence: retriever model and index loaded once per worker in {kept['load_s']:.2f} s",
+          flush=True)
+    for mode in ("uniform", "retrieved"):
+        k, d = kept[mode]["wall_s"], decoded[mode]["wall_s"]
+        out["evidence"][f"{mode}_vs_decoded"] = _ratio(d, k)
+        print(f"{label:9s} evidence {mode:9s} {evidence_frames} frames: kept {k:6.2f} s, decoded {d:6.2f} s "
+              f"({_ratio(d, k)}x)  load {kept['load_1m']} / {decoded['load_1m']}", flush=True)
+    return out
+
+
+def run(work: Path, domains: int, videos: int, minutes: float, hd_videos: int, hd_minutes: float, threads: int,
+        seed: int, evidence_frames: int, only: str) -> dict[str, Any]:
+    results: dict[str, Any] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "threads": threads,
+                               "load_1m_start": _load(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if only in ("all", "synthetic"):
+        out = work / "videos"
+        paths = make_collection(out, domains=domains, playlists=1, videos=videos, minutes=minutes, seed=seed)
+        by_domain: dict[str, list[Path]] = {}
+        for p in paths:
+            by_domain.setdefault(p.parent.parent.name, []).append(p.parent)
+        folders = {d: sorted(set(ps)) for d, ps in by_domain.items()}
+        results["synthetic"] = measure(work, "synthetic", paths, folders, threads, evidence_frames)
+    if only in ("all", "720p"):
+        started = time.monotonic()
+        paths = make_hd(work / "videos-720p", work / "videos-720p-source", hd_videos, hd_minutes, seed + 1)
+        print(f"720p collection ready in {time.monotonic() - started:.0f} s", flush=True)
+        folders = {p.parent.parent.name: [p.parent] for p in paths}
+        results["720p"] = measure(work, "720p", paths, folders, threads, evidence_frames)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--domains", type=int, default=2)
-    parser.add_argument("--videos", type=int, default=3, help="videos per domain")
-    parser.add_argument("--minutes", type=float, default=5.0, help="minutes per video")
+    parser.add_argument("--videos", type=int, default=3, help="synthetic videos per domain")
+    parser.add_argument("--minutes", type=float, default=5.0, help="minutes per synthetic video")
+    parser.add_argument("--hd-videos", type=int, default=2, help="720p videos")
+    parser.add_argument("--hd-minutes", type=float, default=2.0, help="minutes per 720p video")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="synthetic videos and stores")
+    parser.add_argument("--evidence-frames", type=int, default=128)
+    parser.add_argument("--only", choices=("all", "synthetic", "720p"), default="all")
+    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="videos, projects and results")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    results = run(args.work, args.domains, args.videos, args.minutes, args.threads, args.seed)
-    (args.work / "results.json").write_text(json.dumps(results, indent=1))
+    args.work = args.work.resolve()
+    results = run(args.work, args.domains, args.videos, args.minutes, args.hd_videos, args.hd_minutes,
+                  args.threads, args.seed, args.evidence_frames, args.only)
+    (args.work / f"index{'' if args.only == 'all' else '-' + args.only}.json").write_text(json.dumps(results, indent=1))
     print(json.dumps(results, indent=1))
     return 0
 
