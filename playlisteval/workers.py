@@ -16,8 +16,10 @@ from dramatiq.errors import QueueJoinTimeout
 
 from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
 from playlisteval.broker import queued_ids
+from playlisteval.models.runner import PAUSED_KEY
 from playlisteval.state import State
-from playlisteval.store import items
+from playlisteval.store import items, transaction
+from playlisteval.store.tables import KeyValue
 
 log = structlog.get_logger(__name__)
 
@@ -66,7 +68,16 @@ def sweep_once(app: App) -> int:
                 if i not in live and i not in sent]
     if freed or lost:
         log.info("worker.sweep", freed=[i for i, _ in freed], lost=[i for i, _ in lost])
+    if _build_paused(app):
+        # a budget pause: a message would only meet the budget again (claim, refuse, release, every grace
+        # period); `resume --budget` lifts the pause and sends every item back
+        return _sweep_jobs(app)
     return enqueue_all(app, freed + lost) + _sweep_jobs(app)
+
+
+def _build_paused(app: App) -> bool:
+    with transaction(app.engine) as s:
+        return s.get(KeyValue, PAUSED_KEY) is not None
 
 
 def _sweep_jobs(app: App) -> int:

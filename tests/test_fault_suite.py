@@ -266,9 +266,14 @@ def test_g_budget_cap_with_concurrent_calls(tmp_path: Path, own_redis: RedisServ
         set_budget(settings, cap)  # the new cap reaches every worker through the store
         wait_until(lambda: status(settings).paused is not None, 90, "the build to pause at the cap")
 
-        for _ in range(10):  # while the workers keep trying (the sweeper sends the paused items again)
+        # the steps under way meet the budget at their next call and give their items back …
+        wait_until(lambda: scalar(engine, "SELECT COUNT(*) FROM item WHERE lease_owner IS NOT NULL") == 0, 60,
+                   "the steps under way to stop at the budget")
+        touched = scalar(engine, "SELECT MAX(updated_at) FROM item")
+        for _ in range(int(3 * bound_s(overrides))):  # … and the sweepers leave them be until a resume
             peak.append(spend(engine).committed)
             time.sleep(0.3)
+        assert scalar(engine, "SELECT MAX(updated_at) FROM item") == touched  # no claim, refuse, release loop
         st = status(settings)
         assert st.paused and "budget" in st.paused
         # The reservations are serialized (one at a time, against paid + open reservations), so spend
