@@ -177,3 +177,27 @@ def test_evidence_is_served_from_the_kept_frames_without_decoding(indexed: dict[
     ts = [f.t for f in moved]
     assert ts == sorted(set(ts)) and len(ts) == 2 and set(ts) <= set(kept.within(chunk.start, chunk.end))
     assert image_parts(settings, raw, (640, 480))
+
+
+def test_ocr_models_load_once_per_process_not_per_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    from types import SimpleNamespace
+
+    from playlisteval.config import IndexSettings
+    from playlisteval.index.ocr import RapidOcr, get_ocr
+
+    assert get_ocr(IndexSettings()) is get_ocr(IndexSettings())
+    ocr = RapidOcr()
+    made: list[int] = []
+
+    def load() -> Any:
+        made.append(1)
+        return lambda image: SimpleNamespace(txts=("EXIT 12",), scores=(0.9,))
+
+    monkeypatch.setattr(ocr, "_load", load)
+    image = Image.new("RGB", (64, 32))
+    for _ in range(3):  # one short-lived thread after another, as a thread per video would be
+        thread = threading.Thread(target=ocr.read, args=(image,))
+        thread.start()
+        thread.join()
+    assert made == [1] and ocr.loaded == 1 and ocr.read(image) == ["EXIT 12"]

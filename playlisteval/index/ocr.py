@@ -33,38 +33,54 @@ class OcrEngine(Protocol):
 
 
 class RapidOcr:
-    """rapidocr with its bundled models; one engine per thread (an engine keeps per-call state)."""
+    """rapidocr with its bundled models, loaded once per process (issue 13).
+
+    An engine keeps per-call state, so two threads never share one at a time; but engines are not tied
+    to threads either (a thread per video or per message would load the models again and again): idle
+    engines wait in a pool, a reading takes one (making one only when all are busy) and gives it back.
+    So a process holds as many engines as it ever read with at once, each loaded once.
+    """
 
     name = "rapidocr"
 
     def __init__(self, min_score: float = 0.5) -> None:
         self.min_score = min_score
-        self._local = threading.local()
+        self._idle: list[Any] = []
+        self._pool_lock = threading.Lock()
+        self.loaded = 0  # engines made by this process
         try:
             import rapidocr  # noqa: F401
         except ImportError as exc:
             raise ConfigError(f"OCR 'rapidocr' is not installed ({exc}); set [index] ocr = \"none\"") from None
 
-    def _engine(self) -> Any:
-        engine = getattr(self._local, "engine", None)
-        if engine is None:
-            from rapidocr import RapidOCR
+    def _take(self) -> Any:
+        with self._pool_lock:
+            if self._idle:
+                return self._idle.pop()
+            self.loaded += 1
+        return self._load()
 
-            engine = RapidOCR(params={
-                "Global.log_level": "critical",
-                "Global.use_cls": False,  # on-screen text is upright; the angle classifier costs time
-                "Global.text_score": self.min_score,
-                # detect at the given size: the default *enlarges* small frames to 736 px
-                "Det.limit_type": "max", "Det.limit_side_len": 4096,
-                # index threads already keep the cores busy: one ONNX thread per engine
-                "EngineConfig.onnxruntime.intra_op_num_threads": 1,
-                "EngineConfig.onnxruntime.inter_op_num_threads": 1,
-            })
-            self._local.engine = engine
-        return engine
+    def _load(self) -> Any:
+        from rapidocr import RapidOCR
+
+        return RapidOCR(params={
+            "Global.log_level": "critical",
+            "Global.use_cls": False,  # on-screen text is upright; the angle classifier costs time
+            "Global.text_score": self.min_score,
+            # detect at the given size: the default *enlarges* small frames to 736 px
+            "Det.limit_type": "max", "Det.limit_side_len": 4096,
+            # index threads already keep the cores busy: one ONNX thread per engine
+            "EngineConfig.onnxruntime.intra_op_num_threads": 1,
+            "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        })
 
     def read(self, image: Image.Image) -> list[str]:
-        result = self._engine()(image.convert("RGB"))
+        engine = self._take()
+        try:
+            result = engine(image.convert("RGB"))
+        finally:
+            with self._pool_lock:
+                self._idle.append(engine)
         texts = getattr(result, "txts", None) or ()
         scores = getattr(result, "scores", None) or (1.0,) * len(texts)
         return [t.strip() for t, s in zip(texts, scores, strict=False)
