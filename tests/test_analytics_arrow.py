@@ -145,10 +145,11 @@ def test_a_ledger_row_finished_after_the_copy_is_read_again(tmp_path: Path, requ
     with transaction(engine) as s:
         row = s.get(ModelCall, call_id)
         assert row is not None
-        row.status, row.usd = "ok", 0.25
+        row.status, row.usd = "ok", 0.1 + 0.2  # read again through the store's own SQL: exactly, to the last bit
     with Analytics(engine, settings) as an:
+        assert an.sync is not None and an.sync.actions["model_call"].startswith("appended")  # re-read by id
         assert an.rows("SELECT status, usd FROM model_call WHERE id = ?", [call_id]) == [
-            {"status": "ok", "usd": 0.25}]
+            {"status": "ok", "usd": 0.1 + 0.2}]
         assert _views(an) == _fresh_views(engine, settings)
 
 

@@ -1,4 +1,9 @@
-"""The DuckDB runner: the store's tables in Arrow, then every ``*.sql`` view of this package over them.
+"""The DuckDB runner: the store's tables in DuckDB, then every ``*.sql`` view of this package over them.
+
+The tables arrive through DuckDB's own sqlite / postgres scanners (scan.py) into the analytics file
+``analytics.duckdb`` in the project's folder, which each report brings up to date (mirror.py: new rows
+appended by id, small tables re-read, deletions reloaded); the store's Python driver (loader.py) is
+the fallback when the scanners cannot be used.
 
 Each ``NN_name.sql`` file holds one SELECT; it becomes the view ``name``, created in file-name order
 so a view may use the views before it. The file's leading ``--`` comment is the view's description.
@@ -8,9 +13,10 @@ computed once, as tables, rather than again inside each view that uses them.
 Parameters that are settings (SPEC: every number is a setting) reach the SQL as the one-row table
 ``analytics_param``.
 
-The DuckDB database lives in memory and holds copies: nothing done here can write to the store. A
-user's query (``playlisteval sql``) must moreover be a single SELECT, and runs with DuckDB's file
-access switched off, so it cannot read or write files either.
+The DuckDB database holds copies (the store is attached read-only, and detached before any query
+runs): nothing done here can write to the store. The views are TEMP, never written to the file. A
+user's query (``playlisteval sql``, always in memory) must moreover be a single SELECT, and runs with
+DuckDB's file access switched off, so it cannot read or write files either.
 """
 
 from __future__ import annotations

@@ -39,9 +39,9 @@ class Column:
     name: str
     kind: pa.DataType | str  # an Arrow type or JSON (loader._kind)
 
-    def expression(self, *, from_text: bool = False) -> str:
-        """The column cast to its analytics type. ``from_text``: the value came through ``sqlite_query``
-        as text (REAL columns are then read as 17-digit text, which round-trips exactly)."""
+    def expression(self) -> str:
+        """The column cast to its analytics type (from the scanner's type, or from the text
+        ``sqlite_query`` hands back: REAL columns then come as 17-digit text, which round-trips exactly)."""
         q = quote(self.name)
         if self.kind == JSON:
             return f"nullif(CAST({q} AS VARCHAR), 'null') AS {q}"
@@ -141,7 +141,7 @@ def select_where(table: str, columns: list[Column], where: str, sqlite: bool) ->
     (``sqlite_query`` / ``postgres_query``): a filter on the attached table would scan it whole."""
     native = f"SELECT {', '.join(c.native(sqlite) for c in columns)} FROM {quote(table)} WHERE {where}"
     function = "sqlite_query" if sqlite else "postgres_query"
-    return (f"SELECT {', '.join(c.expression(from_text=sqlite) for c in columns)} "
+    return (f"SELECT {', '.join(c.expression() for c in columns)} "
             f"FROM {function}({literal(ALIAS)}, {literal(native)})")
 
 
