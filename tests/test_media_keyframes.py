@@ -201,3 +201,25 @@ def test_ocr_models_load_once_per_process_not_per_thread(monkeypatch: pytest.Mon
         thread.start()
         thread.join()
     assert made == [1] and ocr.loaded == 1 and ocr.read(image) == ["EXIT 12"]
+
+
+def test_human_clip_posters_are_kept_frames_of_the_clip(indexed: dict[str, Any],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from playlisteval.human import evidence as human_evidence
+    from playlisteval.human.grounding import GroundedRange, GroundingInput, SegmentMedia
+
+    settings: Settings = indexed["settings"]
+    video = str(indexed["video"])
+    kept = KeptFrames(kept_root(settings.media_dir), video)
+    monkeypatch.setattr("playlisteval.media.frames.FrameReader", _no_decoding)
+    segments = (SegmentMedia(1, 1, video, 0.0, 60.0, ()), SegmentMedia(2, 1, video, 60.0, 70.0, ()))
+    given = GroundingInput(1, "q", "h1", "h2", ("s",), segments)
+    found = [GroundedRange(1, 31.0, 40.0, "a sign", "hop 1"), GroundedRange(2, 1.0, 5.0, "", "hop 2")]
+    clips = human_evidence._clips_for(settings, given, found)
+    assert [(c["start"], c["end"]) for c in clips] == [(30.0, 60.0), (60.0, 70.0)]
+    for clip in clips:
+        poster = settings.media_dir / clip["poster"]
+        t = float(poster.stem)
+        assert poster.parent == kept.folder and clip["start"] <= t < clip["end"]
+    monkeypatch.setattr(human_evidence, "KeptFrames", lambda root, path: KeptFrames(root / "none", path))
+    assert human_evidence._clips_for(settings, given, found)[0]["poster"] is None  # nothing kept: no poster

@@ -136,7 +136,8 @@ def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
         view = await run_in_threadpool(task_view, engine, study_id, task_id)
         assert view is not None
         diff = view.diff()
-        clips = [{"n": i, "label": clip_label(c), "hop": c["hop"]} for i, c in enumerate(view.clips)]
+        clips = [{"n": i, "label": clip_label(c), "hop": c["hop"], "poster": bool(c.get("poster"))}
+                 for i, c in enumerate(view.clips)]
         return page(request, "task.html", status, who=who.name, progress=done, task=view, diff=diff, clips=clips,
                     csrf=annotators.csrf_for(token), min_words=min_words, error=error, reason=reason,
                     choice=choice)
@@ -170,6 +171,15 @@ def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
         path = settings.media_dir / view.clips[n]["file"]
         return FileResponse(path, media_type="video/mp4")
 
+    async def poster(request: Request, who: HumanAnnotator, token: str) -> Response:
+        """A clip's poster: a frame `index` kept (playlisteval/media/kept.py), under the clip's access rule."""
+        task_id, n = int(request.path_params["task_id"]), int(request.path_params["n"])
+        allowed = await run_in_threadpool(assign.holds, engine, who, task_id)
+        view = await run_in_threadpool(task_view, engine, study_id, task_id) if allowed else None
+        if view is None or not 0 <= n < len(view.clips) or not view.clips[n].get("poster"):
+            return Response("not found", status_code=404, media_type="text/plain")
+        return FileResponse(settings.media_dir / view.clips[n]["poster"], media_type="image/jpeg")
+
     async def my_progress(request: Request, who: HumanAnnotator, token: str) -> Response:
         done = await run_in_threadpool(assign.progress, engine, study, who, ttl)
         return JSONResponse({"annotator": who.name, "done": done.done, "total": done.total})
@@ -180,6 +190,7 @@ def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
         Route("/task", signed_in(task)),
         Route("/task/{task_id:int}", signed_in(rate), methods=["POST"]),
         Route("/clip/{task_id:int}/{n:int}", signed_in(clip)),
+        Route("/poster/{task_id:int}/{n:int}", signed_in(poster)),
         Route("/progress", signed_in(my_progress)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ], middleware=[Middleware(SecurityHeaders)])

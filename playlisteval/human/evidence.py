@@ -4,7 +4,8 @@ A grounded range becomes the whole 30-s chunks of the video it overlaps (the vid
 so a clip is exactly one chunk). Per segment the chunks cited most (a hop's range counts twice, an
 answer sentence's once) are kept, up to ``max_clips_per_hop``, and shown in time order. Each is cut
 exactly (re-encoded, H.264 + AAC, fast start) into the media folder, named by content, so tasks of one
-question share their files.
+question share their files. A clip's poster (the still a player shows before it plays) is a frame `index`
+kept inside the clip's range (playlisteval/media/kept.py): no decoding; none when none was kept.
 
 A grounding that stays unusable, a model error, or a clip that cannot be cut leaves the task in
 ``fault`` with its reason: no task is ever ready with an empty clip list. The next run retries faults
@@ -30,6 +31,7 @@ from playlisteval.human import grounding
 from playlisteval.human.grounding import GroundedRange, GroundingInput, SegmentMedia
 from playlisteval.human.tasks import study_tasks
 from playlisteval.media.clips import ClipSpec, model_clip
+from playlisteval.media.kept import KeptFrames, kept_root
 from playlisteval.models import preflight
 from playlisteval.models.runner import Runner
 from playlisteval.store.engine import transaction
@@ -81,12 +83,24 @@ def _clips_for(settings: Settings, given: GroundingInput, found: list[GroundedRa
                         and seg.start + min(r.end, seg.length) > start - 1e-6]
             clips.append({
                 "hop": seg.hop, "video_id": seg.video_id, "start": start, "end": end,
+                "poster": _poster(media_dir, seg.path, start, end),
                 "segment_start": start - seg.start, "segment_end": end - seg.start,
                 "file": str(Path(path).resolve().relative_to(media_dir)),
                 "supports": sorted({r.supports for r in supports}, key=_support_order),
                 "events": list(dict.fromkeys(r.event for r in supports if r.event))[:4],
             })
     return clips
+
+
+def _poster(media_dir: Path, video: str, start: float, end: float) -> str | None:
+    """The kept frame nearest the middle of [start, end), relative to the media folder; None if none."""
+    kept = KeptFrames(kept_root(media_dir), video)
+    inside = kept.within(start, end)
+    if not inside:
+        return None
+    middle = (start + end) / 2
+    t = min(inside, key=lambda k: (abs(k - middle), k))
+    return str(kept.path(t).resolve().relative_to(media_dir))
 
 
 def _support_order(label: str) -> tuple[int, int]:
