@@ -190,3 +190,42 @@ def test_a_store_that_keeps_changing_during_the_copy_is_read_in_one_snapshot(
     with Analytics(engine, settings) as an:
         assert len(attempts) == mirror.RETRIES and an.sync is None  # gave up on the scanner: Python loader
         assert _views(an) == _fresh_views(engine, settings)
+
+
+def test_a_store_made_again_at_the_same_place_is_copied_afresh(tmp_path: Path,
+                                                               request: pytest.FixtureRequest) -> None:
+    """A store deleted and built again numbers its rows from 1 again: the file must not take the new
+    rows past its watermark for the only ones that changed."""
+    from playlisteval.store import forget_engines
+
+    settings, engine = _store(tmp_path, "sqlite", request)
+    with Analytics(engine, settings) as an:
+        assert an.sync is not None
+    engine.dispose()
+    forget_engines()
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"store.db{suffix}").unlink(missing_ok=True)
+    engine = open_store(settings)
+    analytics_fixtures.build(engine, judge_names={"alpha": "gamma"})  # other rows under the same ids
+    with transaction(engine) as s:  # and one more ledger row, so that the count grows as appends do
+        s.add(ModelCall(request_hash="more", role="G", provider="sim", model="judge", purpose="eval", status="ok"))
+    with Analytics(engine, settings) as an:
+        assert an.sync is not None
+        assert an.sync.actions["model_call"].startswith("reloaded")
+        assert an.rows("SELECT count(*) AS n FROM judge_run WHERE judge = 'alpha'") == [{"n": 0}]
+        assert _views(an) == _fresh_views(engine, settings)
+
+
+def test_sql_reads_every_table_in_memory_and_figures_keep_escaped_text(tmp_path: Path,
+                                                                      request: pytest.FixtureRequest) -> None:
+    from playlisteval.analytics.plots import grouped_bars
+
+    settings, engine = _store(tmp_path, "sqlite", request)
+    with Analytics(engine, settings, all_tables=True) as an:  # `playlisteval sql`: every table, no file
+        assert an.sync is not None and an.file is None and "raw" in an.table("SELECT * FROM judgment").column_names
+    assert not (tmp_path / FILE_NAME).exists()
+    import base64
+
+    uri = grouped_bars(["<b>judge</b>"], {"retrieved": [0.5]}, ylabel="%", title="t")
+    svg = base64.b64decode(uri.split(",", 1)[1]).decode()
+    assert "&lt;b&gt;judge&lt;/b&gt;" in svg and "<b>" not in svg  # drawn as SVG text, escaped

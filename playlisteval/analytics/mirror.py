@@ -12,13 +12,15 @@ Tables are kept by one of two policies:
 * **whole** — everything else (items change state, runs change status): small, re-read every time
   into memory (TEMP tables): the file holds the append-only tables only.
 
-A table whose columns changed (a migration), a file made from another store, or a file DuckDB cannot
-open is rebuilt from scratch. Nothing here writes to the store: it is attached read-only.
+A table whose columns changed (a migration), a file made from another store (or from one deleted and
+made again at the same place), or a file DuckDB cannot open is rebuilt from scratch. Nothing here
+writes to the store: it is attached read-only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -76,6 +78,7 @@ class Mirror:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine, sqlite: bool,
                  columns: Mapping[str, list[Column]]) -> None:
         self.con, self.engine, self.sqlite, self.columns = con, engine, sqlite, columns
+        self.identity = self._identity()
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {META} (name VARCHAR PRIMARY KEY, signature VARCHAR, "
                          "n BIGINT, max_id BIGINT, open_ids VARCHAR, runs VARCHAR)")
 
@@ -111,8 +114,26 @@ class Mirror:
             self.con.execute("RESET threads")
         return SyncStats(actions)
 
+    def _identity(self) -> str:
+        """Which store this is beyond its URL: a store deleted and made again at the same place (its
+        rows numbered from 1 again) must not be taken for the one copied."""
+        if self.sqlite:
+            parts = [str(os.stat(str(self.engine.url.database)).st_ino)]
+        else:
+            parts = [str(scan.native_row(self.con, "SELECT oid FROM pg_database WHERE datname = current_database()",
+                                         False)[0])]
+        # a file system may give a new file the inode just freed: the first ledger row and the first
+        # judge run, with their creation times, say it too (a ledger row is never deleted)
+        for table in ("model_call", "judge_run"):
+            if table in self.columns:
+                first = self.con.execute(f"SELECT * FROM {'sqlite_query' if self.sqlite else 'postgres_query'}"
+                                         f"('{scan.ALIAS}', 'SELECT id, created_at FROM {table} ORDER BY id LIMIT 1')"
+                                         ).fetchall()
+                parts.append(repr(first))
+        return "/".join(parts)
+
     def _signature(self, columns: list[Column]) -> str:
-        return json.dumps([str(self.engine.url.render_as_string(hide_password=True)),
+        return json.dumps([str(self.engine.url.render_as_string(hide_password=True)), self.identity,
                            [(c.name, str(c.kind)) for c in columns]])
 
     def _runs(self) -> str:
@@ -142,7 +163,7 @@ class Mirror:
             return self._whole(name, columns, "whole", temp=True)
         meta = self._meta(name)
         if meta is None or meta[0] != self._signature(columns):
-            action = self._whole(name, columns, "reloaded (new or changed columns)" if meta else "loaded")
+            action = self._whole(name, columns, "reloaded (another store, or new columns)" if meta else "loaded")
         else:
             action = self._append(name, columns, policy, meta, runs)
         self._record(name, columns, runs, policy)
