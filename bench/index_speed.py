@@ -14,7 +14,7 @@ baseline); the keyframe listing by PyAV (packets) vs decord (its index); the who
 (captions given, so no ASR) with its peak memory; then 128-frame evidence for one question after
 `index` (from the kept frames) against the same evidence decoded from the video.
 
-    .venv/bin/python -m bench [--minutes 5] [--videos 3] [--hd-videos 2] [--hd-minutes 2] [--threads 2]
+    .venv/bin/python -m bench [--minutes 5] [--videos 3] [--hd-videos 2] [--hd-minutes 5] [--threads 2]
 """
 
 from __future__ import annotations
@@ -159,7 +159,9 @@ def run(work: Path, domains: int, videos: int, minutes: float, hd_videos: int, h
         results["synthetic"] = measure(work, "synthetic", paths, folders, threads, evidence_frames)
     if only in ("all", "720p"):
         started = time.monotonic()
-        paths = make_hd(work / "videos-720p", work / "videos-720p-source", hd_videos, hd_minutes, seed + 1)
+        tag = f"{hd_videos}x{hd_minutes:g}min-seed{seed}"  # a kept collection is reused only for the same request
+        paths = make_hd(work / f"videos-720p-{tag}", work / f"videos-720p-source-{tag}", hd_videos, hd_minutes,
+                        seed + 1)
         print(f"720p collection ready in {time.monotonic() - started:.0f} s", flush=True)
         folders = {p.parent.parent.name: [p.parent] for p in paths}
         results["720p"] = measure(work, "720p", paths, folders, threads, evidence_frames)
@@ -172,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--videos", type=int, default=3, help="synthetic videos per domain")
     parser.add_argument("--minutes", type=float, default=5.0, help="minutes per synthetic video")
     parser.add_argument("--hd-videos", type=int, default=2, help="720p videos")
-    parser.add_argument("--hd-minutes", type=float, default=2.0, help="minutes per 720p video")
+    parser.add_argument("--hd-minutes", type=float, default=5.0, help="minutes per 720p video")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--evidence-frames", type=int, default=128)
