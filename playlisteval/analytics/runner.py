@@ -160,6 +160,13 @@ class Analytics:
         skip = {} if all_tables else HEAVY_COLUMNS
         path = None if all_tables else analytics_file(settings) if file is True else file or None
         self.con, self.sync, self.file = _copy(engine, names, skip, path)
+        try:
+            self._views(settings)
+        except BaseException:
+            self.close()  # the file is free again for the next report
+            raise
+
+    def _views(self, settings: Settings | None) -> None:
         self.con.register("analytics_param", _params(settings))
         # each judge run's options against the configured defaults: which run is a judge's main one
         try:
