@@ -282,9 +282,15 @@ def assert_sound(engine: Engine, cap: float, *, output: str = "", allow_failed: 
         with engine.connect() as conn:
             errors = conn.execute(text("SELECT id, error FROM item WHERE state = 'failed'")).all()
         assert not errors, f"failed items: {errors}\n{output[-3000:]}"
-    assert paid_twice(engine) == []
-    assert events_match_attempts(engine) == []
-    assert scalar(engine, "SELECT COUNT(*) FROM model_call WHERE status = 'in_flight'") == 0
+    # (this module's asserts are not rewritten by pytest: each says what it found)
+    twice = paid_twice(engine)
+    assert twice == [], f"requests with two `ok` ledger rows: {twice}"
+    mismatched = events_match_attempts(engine)
+    assert mismatched == [], f"events != attempts: {mismatched}"
+    with engine.connect() as conn:
+        flying = conn.execute(text("SELECT id, role, worker, item_id FROM model_call WHERE status = 'in_flight'")).all()
+        leased = conn.execute(text("SELECT id, state, lease_owner FROM item WHERE lease_owner IS NOT NULL")).all()
+    assert not flying, f"calls left in flight: {flying}\n{output[-3000:]}"
     money = spend(engine)
-    assert money.shown <= cap + 1e-9, (money, cap)
-    assert scalar(engine, "SELECT COUNT(*) FROM item WHERE lease_owner IS NOT NULL") == 0
+    assert money.committed <= cap + 1e-9, f"spend {money} over the cap {cap}"
+    assert not leased, f"items left leased: {leased}\n{output[-3000:]}"

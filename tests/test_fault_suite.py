@@ -468,3 +468,33 @@ def test_a_message_fetched_but_never_received_is_lost_work_for_the_sweeper(tmp_p
     client = redis.Redis.from_url(own_redis.url)
     assert client.llen(f"dramatiq:{BUILD_QUEUE}") == 2
     assert sweep_once(app) == 0
+
+
+# -- the defect (f) found: a kill between paying for an answer and caching it ------------------------
+def test_an_answer_is_recorded_paid_and_cached_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger row was closed `ok` in one transaction and the answer cached in the next: a worker killed
+    between the two left an answer paid for and not cached, and the step taken over paid for it again
+    (two `ok` rows for one request, seen once in the PostgreSQL scenario)."""
+    from playlisteval.models.runner import Runner
+    from playlisteval.store import open_store
+    from tests.fault_helpers import paid_twice
+    from tests.test_engine_faults import ask_request
+
+    settings = project(tmp_path, **QUIET_SIM)
+    engine = open_store(settings)
+
+    class Killed(BaseException):
+        pass
+
+    def killed_before_caching(*_: object, **__: object) -> None:
+        raise Killed  # the process dies as the answer is to be cached
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Runner, "_store", killed_before_caching)
+        with pytest.raises(Killed):
+            Runner(settings, engine, worker="doomed").call(ask_request())
+    Runner(settings, engine, worker="heir").call(ask_request())  # the step, taken over
+    with engine.connect() as conn:
+        statuses = [r[0] for r in conn.execute(text("SELECT status FROM model_call ORDER BY id"))]
+    assert statuses == ["interrupted", "ok"]  # the first try was never recorded as a paid answer
+    assert paid_twice(engine) == []

@@ -228,18 +228,17 @@ class Runner:
             parsed, problem = self._parse(reply, schema)
             if problem is None and validate is not None and parsed is not None:
                 problem = validate(parsed)
+            closing: tuple[str, Usage, float, float, str | None] | None
             if problem is None:
-                if replay is None:
-                    self._finish(call_id, "ok", reply.usage, cost, started)
-                return self._store(key, spec, reply, parsed, total, call_id, None)
+                closing = None if replay is not None else ("ok", reply.usage, cost, started, None)
+                return self._store(key, spec, reply, parsed, total, call_id, None, closing)
             malformed_tries += 1
             malformed_reason = problem
-            if replay is None:
-                self._finish(call_id, "malformed", reply.usage, cost, started, error=problem)
+            closing = None if replay is not None else ("malformed", reply.usage, cost, started, problem)
             if malformed_tries > self.settings.build.malformed_retries:
-                return self._store(key, spec, reply, None, total, call_id, malformed_reason)
+                return self._store(key, spec, reply, None, total, call_id, malformed_reason, closing)
             if replay is None:
-                self._store(try_key, spec, reply, None, reply.usage, call_id, problem)
+                self._store(try_key, spec, reply, None, reply.usage, call_id, problem, closing)
             repair_note = (
                 "Your previous reply could not be used: "
                 f"{problem[:300]}. Reply again with only the JSON object the schema asks for."
@@ -304,22 +303,7 @@ class Runner:
         self, call_id: int, status: str, usage: Usage, cost: float, started: float, error: str | None = None
     ) -> None:
         with transaction(self.engine) as s:
-            row = s.get(ModelCall, call_id)
-            if row is None:
-                return
-            if row.status == "interrupted":
-                # another worker took the step over and marked this call cut short: it stays marked, with
-                # what it cost (the call was paid twice, and the ledger says so)
-                status, error = "interrupted", f"finished after it was marked interrupted ({status})" + (
-                    f": {error}" if error else "")
-                row.estimated_usd = cost
-            row.status, row.usd, row.error = status, cost, error
-            row.input_tokens, row.output_tokens = usage.input_tokens, usage.output_tokens
-            row.thinking_tokens, row.gpu_seconds = usage.thinking_tokens, usage.gpu_seconds
-            row.cached_input_tokens = usage.cached_input_tokens
-            row.latency_s = time.monotonic() - started
-            row.finished_at = now()
-            s.add(row)
+            _finish_in(s, call_id, status, usage, cost, started, error)
 
     @staticmethod  # models/batch.py parses a batched reply with it: a problem's words become the repair note
     def _parse(reply: ProviderReply, schema: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -334,7 +318,7 @@ class Runner:
 
     def _store(
         self, key: str, spec: str, reply: ProviderReply, parsed: dict[str, Any] | None, usage: Usage,
-        call_id: int, malformed_reason: str | None,
+        call_id: int, malformed_reason: str | None, finish: tuple[str, Usage, float, float, str | None] | None = None,
     ) -> ModelResponse:
         response = ModelResponse(
             text=reply.text, parsed=parsed, usage=usage, finish_reason=reply.finish_reason, raw=reply.raw,
@@ -342,6 +326,8 @@ class Runner:
         )
         provider, model = split_spec(spec)
         with transaction(self.engine) as s:
+            if finish is not None:  # the ledger row closes with the cache row: a kill between the two would
+                _finish_in(s, call_id, *finish)  # leave an answer paid for and not cached, and paid again
             if s.get(ResponseCache, key) is None:
                 s.add(ResponseCache(request_hash=key, provider=provider, model=model,
                                     response=response.model_dump(exclude={"call_id", "cached", "usd"})))
@@ -383,3 +369,24 @@ def _add(a: Usage, b: Usage) -> Usage:
         thinking_tokens=a.thinking_tokens + b.thinking_tokens,
         gpu_seconds=a.gpu_seconds + b.gpu_seconds,
     )
+
+
+def _finish_in(s: Any, call_id: int, status: str, usage: Usage, cost: float, started: float,
+               error: str | None = None) -> None:
+    """Close a ledger row with what the try cost (in the caller's transaction)."""
+    row = s.get(ModelCall, call_id)
+    if row is None:
+        return
+    if row.status == "interrupted":
+        # another worker took the step over and marked this call cut short: it stays marked, with
+        # what it cost (the call was paid twice, and the ledger says so)
+        status, error = "interrupted", f"finished after it was marked interrupted ({status})" + (
+            f": {error}" if error else "")
+        row.estimated_usd = cost
+    row.status, row.usd, row.error = status, cost, error
+    row.input_tokens, row.output_tokens = usage.input_tokens, usage.output_tokens
+    row.thinking_tokens, row.gpu_seconds = usage.thinking_tokens, usage.gpu_seconds
+    row.cached_input_tokens = usage.cached_input_tokens
+    row.latency_s = time.monotonic() - started
+    row.finished_at = now()
+    s.add(row)
