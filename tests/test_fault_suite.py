@@ -498,3 +498,32 @@ def test_an_answer_is_recorded_paid_and_cached_at_once(tmp_path: Path, monkeypat
         statuses = [r[0] for r in conn.execute(text("SELECT status FROM model_call ORDER BY id"))]
     assert statuses == ["interrupted", "ok"]  # the first try was never recorded as a paid answer
     assert paid_twice(engine) == []
+
+
+def test_a_step_taken_over_does_not_ask_again_what_its_old_holder_just_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker judged dead (a stalled heartbeat) may still finish its call: if its answer is cached between
+    the new holder's look at the cache and its reservation, the new holder takes that answer, not a second
+    paid one."""
+    from playlisteval.models.runner import Runner
+    from playlisteval.store import open_store
+    from tests.fault_helpers import paid_twice
+    from tests.test_engine_faults import ask_request
+
+    settings = project(tmp_path, **QUIET_SIM)
+    engine = open_store(settings)
+    heir = Runner(settings, engine, worker="heir")
+    looked = heir._cached
+
+    def old_holder_answers_after_the_look(*args: Any) -> Any:
+        monkeypatch.setattr(heir, "_cached", looked)
+        assert looked(*args) is None  # the heir's look at the cache: nothing yet …
+        Runner(settings, engine, worker="old-holder").call(ask_request())  # … then the old holder's answer lands
+        return None
+
+    monkeypatch.setattr(heir, "_cached", old_holder_answers_after_the_look)
+    answer = heir.call(ask_request())
+    assert answer.cached
+    with engine.connect() as conn:
+        statuses = [r[0] for r in conn.execute(text("SELECT status FROM model_call ORDER BY id"))]
+    assert statuses == ["ok", "cached"] and paid_twice(engine) == []

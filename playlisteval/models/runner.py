@@ -201,7 +201,14 @@ class Runner:
                 if self.defer is not None and malformed_tries:  # a repair goes by batch too, as its own try
                     self.defer(try_key, spec, attempt_request, True)
                 estimate = pricing.usd(price, pricing.estimate_usage(attempt_request))
-                call_id = self._reserve(key, spec, request, estimate)
+                reserved = self._reserve(key, spec, request, estimate)
+                if reserved is None:  # answered meanwhile by the worker that had this step before us
+                    answered = self._cached(key, spec, request)
+                    if answered is not None:
+                        return answered
+                    reserved = self._reserve(key, spec, request, estimate, recheck=False)
+                assert reserved is not None
+                call_id = reserved
                 started = time.monotonic()
                 try:
                     with self.rate_limits.slot(provider_name, estimate_tokens=pricing.estimate_usage(request)):
@@ -270,9 +277,13 @@ class Runner:
         log.debug("model.cache_hit", role=request.role, spec=spec)
         return response
 
-    def _reserve(self, key: str, spec: str, request: ModelRequest, estimate: float) -> int:
+    def _reserve(self, key: str, spec: str, request: ModelRequest, estimate: float, recheck: bool = True) -> int | None:
+        """A ledger row for one try, within the budget; None if the answer was cached since we looked (a
+        step taken over from a worker that was judged dead but finished its call: not asked twice)."""
         provider, model = split_spec(spec)
         with transaction(self.engine) as s:
+            if recheck and s.get(ResponseCache, key) is not None:
+                return None
             budget = budget_usd(s, self.settings, request.purpose)  # build, select and eval: each its own
             if budget > 0:
                 if s.get_bind().dialect.name == "postgresql":
