@@ -30,6 +30,7 @@ from sqlmodel import col, select
 
 from playlisteval.actors import jobs
 from playlisteval.actors.evaluation import run_jobs
+from playlisteval.benchmark.pairs import find_benchmark, pair_texts
 from playlisteval.config import Settings
 from playlisteval.errors import MediaError, StateError
 from playlisteval.eval import shortcuts
@@ -45,7 +46,6 @@ from playlisteval.models.batch import Deferred
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
 from playlisteval.models.runner import Runner
-from playlisteval.benchmark.pairs import find_benchmark, pair_texts
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import BenchmarkPair, JudgeError, JudgeRun, Judgment, Pair, now

@@ -26,6 +26,7 @@ import numpy as np
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.benchmark.pairs import find_benchmark, finished_items
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, PlaylistEvalError
 from playlisteval.eval import metrics
@@ -33,7 +34,6 @@ from playlisteval.eval.corpus import Question, load_questions
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.vectors import decode_many
 from playlisteval.index.work import index_video
-from playlisteval.benchmark.pairs import find_benchmark, finished_items
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import (
