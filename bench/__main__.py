@@ -1,6 +1,8 @@
 """Benchmarks (not tests: they measure wall time).
 
-    python -m bench [options]             indexing throughput (bench/index_speed.py), the default
+    python -m bench [options]             indexing throughput on a synthetic and a 720p collection: media
+                                          (keyframe-aware vs exact vs re-encode), offline index, evidence
+                                          (bench/index_speed.py, bench/index_figures.py), the default
     python -m bench index [options]       the same
     python -m bench retrieval [options]   HNSW vs exact search: p50 latency, recall@64 (bench/retrieval_speed.py)
     python -m bench report [options]      the analytics report over 1M judgments vs pandas (bench/report_speed.py)
