@@ -6,9 +6,7 @@ paid twice and no item is failed for what was not its fault."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -33,44 +31,11 @@ from playlisteval.state import State
 from playlisteval.store import items, open_store, transaction
 from playlisteval.store.tables import Item
 from playlisteval.workers import sweep_once
-from tests.conftest import free_port
+from tests.fault_helpers import RedisServer, scalar
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.test_spine import all_terminal, paid_twice, start_worker, stop, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-class RedisServer:
-    """A redis-server of the test's own, so that the test can kill it and start it again, empty."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder, self.port = folder, free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        exe = shutil.which("redis-server")
-        if exe is None:
-            pytest.fail("redis-server is not installed (make test installs it)")
-        self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--dir", str(self.folder)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=10)
 
 
 @pytest.fixture
@@ -83,11 +48,6 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
 
 def subprocess_env(**overrides: object) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), **env_for(**overrides)}
-
-
-def scalar(engine: Engine, sql: str, **params: Any) -> Any:
-    with engine.connect() as conn:
-        return conn.execute(text(sql), params).scalar()
 
 
 def item_row(settings: Settings, item_id: int) -> Item:
