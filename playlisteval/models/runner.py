@@ -200,7 +200,7 @@ class Runner:
             else:
                 if self.defer is not None and malformed_tries:  # a repair goes by batch too, as its own try
                     self.defer(try_key, spec, attempt_request, True)
-                estimate = pricing.usd(price, pricing.estimate_usage(attempt_request))
+                estimate = pricing.usd(price, self._reservation_usage(attempt_request))
                 reserved = self._reserve(key, spec, request, estimate)
                 if reserved is None:  # answered meanwhile by the worker that had this step before us
                     answered = self._cached(key, spec, request)
@@ -252,6 +252,16 @@ class Runner:
             )
 
     # -- steps -----------------------------------------------------------------------------------
+    def _reservation_usage(self, request: ModelRequest) -> Usage:
+        """What a call is reserved at before the budget lets it go: the input estimate, and the largest of
+        the flat output guess, the role's expected output (``[estimate] output_tokens``, the same figures
+        `cost estimate` uses) and the request's own output cap. A reservation below what a call costs
+        lets concurrent calls pass the cap together (the fault suite saw $0.43 spent of $0.40)."""
+        usage = pricing.estimate_usage(request)
+        expected = self.settings.estimate.output_tokens.get(request.role, 0)
+        output = max(usage.output_tokens, expected, request.settings.max_output_tokens or 0)
+        return usage.model_copy(update={"output_tokens": output})
+
     def _cached_tries(self, key: str) -> set[str]:
         """The cache keys of ``key``'s repaired tries that an earlier, interrupted call stored."""
         with transaction(self.engine) as s:
