@@ -79,3 +79,22 @@ def seeded_store(settings: Settings, n_seeds: int, world_dir: Path | None = None
 
 def write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data))
+
+
+def built_synthetic_project(root: Path, **overrides: object) -> Settings:
+    """A project under ``root`` over a synthetic collection (2 domains × 3 videos × 3 minutes), added,
+    indexed and built with the sim: what the select / eval / human tests start from."""
+    from playlisteval.build import build
+    from playlisteval.index.collection import add_paths
+    from playlisteval.index.pipeline import index_collection
+    from playlisteval.store import open_store
+    from playlisteval.synth.make import make_collection
+
+    settings = project(root, **overrides)
+    make_collection(root / "videos", domains=2, playlists=1, videos=3, minutes=3, seed=0)
+    engine = open_store(settings)
+    for domain in sorted(p for p in (root / "videos").iterdir() if p.is_dir()):
+        add_paths(engine, domain.name, sorted(domain.iterdir()))
+    index_collection(settings, engine)
+    build(settings)
+    return settings

@@ -19,15 +19,11 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from playlisteval.build import build
 from playlisteval.cli import main
 from playlisteval.config import Settings
-from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.store import forget_engines, open_store
-from playlisteval.synth.make import make_collection
 from tests.batch_wire import OAI_BATCH_CREATE
-from tests.helpers import QUIET_SIM, env_for, project
+from tests.helpers import QUIET_SIM, built_synthetic_project, env_for, project
 from tests.provider_fakes import CHAT, FakeAPI, fake_api
 
 OVERRIDES: dict[str, object] = dict(
@@ -40,13 +36,7 @@ JUDGE = "openai/gpt-5.4-mini"
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     root = tmp_path_factory.mktemp("built")
-    settings = project(root, **OVERRIDES)
-    make_collection(root / "videos", domains=2, playlists=1, videos=3, minutes=3, seed=0)
-    engine = open_store(settings)
-    for domain in sorted(p for p in (root / "videos").iterdir() if p.is_dir()):
-        add_paths(engine, domain.name, sorted(domain.iterdir()))
-    index_collection(settings, engine)
-    build(settings)
+    settings = built_synthetic_project(root, **OVERRIDES)
     forget_engines()
     return settings
 

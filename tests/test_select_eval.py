@@ -17,17 +17,13 @@ from PIL import Image
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from playlisteval.build import build
 from playlisteval.cli import main
 from playlisteval.config import Settings
-from playlisteval.index.collection import add_paths
 from playlisteval.index.embedders import get_embedder
-from playlisteval.index.pipeline import index_collection
 from playlisteval.index.vectors import decode
 from playlisteval.select.pairs import pair_texts, side_of
 from playlisteval.store import open_store
-from playlisteval.synth.make import make_collection
-from tests.helpers import QUIET_SIM, env_for, project
+from tests.helpers import QUIET_SIM, built_synthetic_project, env_for
 
 OVERRIDES: dict[str, object] = dict(
     index__embedder="hash", index__ocr="none", index__segment_min_s=60, index__segment_max_s=90, eval__frames=16,
@@ -37,15 +33,7 @@ SHORTCUTS = ["shortcut/random", "shortcut/always-a", "shortcut/longer-answer", "
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    root = tmp_path_factory.mktemp("proj")
-    settings = project(root, **OVERRIDES)
-    make_collection(root / "videos", domains=2, playlists=1, videos=3, minutes=3, seed=0)
-    engine = open_store(settings)
-    for domain in sorted(p for p in (root / "videos").iterdir() if p.is_dir()):
-        add_paths(engine, domain.name, sorted(domain.iterdir()))
-    index_collection(settings, engine)
-    build(settings)
-    return settings
+    return built_synthetic_project(tmp_path_factory.mktemp("proj"), **OVERRIDES)
 
 
 def cli(settings: Settings, *args: str) -> Any:
