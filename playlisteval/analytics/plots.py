@@ -67,7 +67,8 @@ def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[Value]
         width = 0.8 / max(len(series), 1)
         for i, (name, values) in enumerate(series.items()):
             xs = [c + (i - (len(series) - 1) / 2) * width for c in range(len(categories))]
-            ys = [_point(v) or 0.0 for v in values]
+            # no value (not run, nothing judged) is no bar: NaN draws nothing, where 0.0 would read as 0 %
+            ys = [p if (p := _point(v)) is not None else float("nan") for v in values]
             errors = [_error(v) for v in values]
             ax.bar(xs, ys, width=width, label=name, yerr=[[e[0] for e in errors], [e[1] for e in errors]],
                    error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "0.25"})
