@@ -25,6 +25,7 @@ from playlisteval.store.tables import (
     Item,
     ItemEvent,
     ModelCall,
+    ModelPrompt,
     Playlist,
     ResponseCache,
     Seed,
@@ -68,13 +69,15 @@ def _calls(s: Any, item_id: int) -> list[dict[str, Any]]:
     calls = []
     for c in s.exec(select(ModelCall).where(ModelCall.item_id == item_id).order_by(col(ModelCall.id))):
         cached = s.get(ResponseCache, c.request_hash)
+        asked = s.get(ModelPrompt, c.request_hash.split(":try", 1)[0])
         reply = (cached.response or {}).get("text") if cached is not None else None
         calls.append({
             "id": c.id, "role": c.role, "model": f"{c.provider}/{c.model}", "purpose": c.purpose,
             "status": c.status, "cache_hit": bool(c.cache_hit), "input_tokens": c.input_tokens,
             "output_tokens": c.output_tokens, "thinking_tokens": c.thinking_tokens,
             "latency_s": round(c.latency_s, 3), "usd": c.usd, "estimated_usd": c.estimated_usd,
-            "error": c.error, "request_hash": c.request_hash, "reply": reply,
+            "error": c.error, "request_hash": c.request_hash, "prompt": asked.text if asked else None,
+            "reply": reply,
         })
     return calls
 

@@ -33,12 +33,18 @@ def test_show_prints_the_whole_history_of_a_built_item(tmp_path: Path) -> None:
     # every model call of the item, with its tokens and dollars, and the spend adds up
     assert story["calls"] and all("usd" in c and "input_tokens" in c for c in story["calls"])
     assert abs(story["spend"]["usd"] - sum(c["usd"] for c in story["calls"] if c["status"] == "ok")) < 1e-6
+    # every call keeps what it asked: the transcript verifier was shown the attempt's question
+    assert all(c["prompt"] for c in story["calls"])
+    verify = [c for c in story["calls"] if c["role"] == "C2_transcript_verify"]
+    assert verify and first["question"] in verify[0]["prompt"]
     rejected = [g for a in story["attempts"] for g in a["gates"] if g["verdict"] == "reject"]
     assert all(g["feedback"] for g in rejected), "a rejection shows the feedback the next attempt received"
 
     text = runner.invoke(main, ["--project", str(tmp_path), "show", "1"])
     assert text.exit_code == 0, text.output
     assert "item 1" in text.output and "model calls" in text.output and "transitions" in text.output
+    with_prompts = runner.invoke(main, ["--project", str(tmp_path), "show", "1", "--prompts"])
+    assert with_prompts.exit_code == 0 and "reply" in with_prompts.output
 
 
 def test_show_of_an_unknown_item_is_one_clear_error(tmp_path: Path) -> None:

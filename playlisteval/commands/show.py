@@ -74,9 +74,10 @@ def _print_story(story: dict[str, Any]) -> None:
 
 @click.command()
 @click.argument("item", type=click.IntRange(min=1))
-@click.option("--json", "as_json", is_flag=True, help="Print the story as one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="Print the story as one JSON object (prompts, replies too).")
+@click.option("--prompts", is_flag=True, help="Print every call's prompt and reply under the calls table.")
 @click.pass_context
-def show(ctx: click.Context, item: int, as_json: bool) -> None:
+def show(ctx: click.Context, item: int, as_json: bool, prompts: bool) -> None:
     """One item's whole story: seed, segments, every attempt with its output, gate verdicts and the
     feedback the next attempt received, transitions, model calls with tokens, latency and dollars."""
     settings = settings_of(ctx)
@@ -85,6 +86,11 @@ def show(ctx: click.Context, item: int, as_json: bool) -> None:
         click.echo(json.dumps(story, indent=2, default=str))
     else:
         _print_story(story)
+        if prompts:
+            for c in story["calls"]:
+                console.rule(f"call {c['id']} · {c['role']} · {c['status']}", align="left")
+                console.print(escape(c["prompt"] or "(prompt not recorded: a call made before prompts were kept)"))
+                console.print(f"[bold]reply[/]: {escape(c['reply'] or '-')}")
 
 
 COMMANDS = [show]

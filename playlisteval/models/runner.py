@@ -33,10 +33,10 @@ from playlisteval.errors import BudgetExceeded, InfrastructureError, PermanentMo
 from playlisteval.models import pricing
 from playlisteval.models.ratelimit import RateLimits
 from playlisteval.models.registry import Registry, split_spec
-from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply, TextPart, Usage
+from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply, TextPart, Usage, VideoPart
 from playlisteval.prompts.schemas import SCHEMAS
 from playlisteval.store import transaction
-from playlisteval.store.tables import KeyValue, ModelCall, ResponseCache, now
+from playlisteval.store.tables import KeyValue, ModelCall, ModelPrompt, ResponseCache, now
 
 log = structlog.get_logger(__name__)
 
@@ -316,6 +316,8 @@ class Runner:
                 estimated_usd=estimate, worker=self.worker,
             )
             s.add(row)
+            if s.get(ModelPrompt, key) is None:  # what was asked, kept once per request for `show ITEM`
+                s.add(ModelPrompt(request_hash=key, role=request.role, text=prompt_text(request)))
             s.flush()
             assert row.id is not None
             return row.id
@@ -363,6 +365,19 @@ class Runner:
         if retry_after is not None:
             wait = max(wait, min(retry_after, cfg.backoff_max_s * 10))
         return wait
+
+
+def prompt_text(request: ModelRequest) -> str:
+    """A request as a reader sees it: its text parts, and each media part named where it stands."""
+    lines = []
+    for part in request.parts:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, VideoPart):
+            lines.append(f"[video {Path(part.path).name} {part.start:.0f}-{part.end:.0f} s at {part.fps} fps]")
+        else:
+            lines.append(f"[{part.kind} {Path(part.path).name}]")
+    return "\n".join(lines)
 
 
 def budget_usd(session: Any, settings: Settings, purpose: str = "build") -> float:

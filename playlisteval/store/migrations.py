@@ -125,6 +125,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0520_work_job", create_tables("work_job")),
     # a video's index lease was REAL: float4 on PostgreSQL, so its expiry was off by up to ~2 minutes
     ("0023_video_lease_expires_double", widen_real_to_double("video", "lease_expires")),
+    # what each request asked, for `show ITEM` (issue 14)
+    ("0901_model_prompt", create_tables("model_prompt")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

@@ -242,6 +242,16 @@ class ResponseCache(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
+class ModelPrompt(SQLModel, table=True):
+    """What a request asked, once per request hash: its text parts, its media named (`show ITEM`)."""
+
+    __tablename__ = "model_prompt"
+    request_hash: str = Field(primary_key=True)
+    role: str = ""
+    text: str = ""
+    created_at: float = Field(default_factory=now)
+
+
 class RemoteFile(SQLModel, table=True):
     """Uploaded media (e.g. Gemini Files API) reused while it is valid."""
 
