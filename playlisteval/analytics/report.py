@@ -7,7 +7,7 @@ Judge names, questions and answers are model or user text: the template escapes 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -152,16 +152,14 @@ def _run_said(r: dict[str, Any]) -> str:
     return f"{r['judge']} ({r['evidence']}, {r['scope']}{sides}): {r['status']}"
 
 
-def _human(settings: Settings) -> Section | None:
-    """The human study (paper Table 22; playlisteval/human), when the store holds one."""
-    from playlisteval.human.report_section import html_section
-
-    section: Section | None = html_section(settings)
-    return section
+#: a section another package adds (the human study: playlisteval/human), made by the caller's choice so
+#: that analytics never imports the packages above it; None when it has nothing to show
+ExtraSection = Callable[[Settings], Section | None]
 
 
 def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None,
-                   progress: Callable[[str, int, int], None] | None = None) -> list[Section]:
+                   progress: Callable[[str, int, int], None] | None = None,
+                   extra: Sequence[ExtraSection] = ()) -> list[Section]:
     boot = Bootstrap.of(settings)
     makers: list[Callable[[], Section]] = [
         lambda: rate_sections.leaderboard(an, bench, boot), lambda: rate_sections.gap(an, bench, boot),
@@ -189,9 +187,10 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
     funnel = _funnel(an)
     if funnel is not None:
         sections.append(funnel)
-    human = _human(settings)
-    if human is not None:
-        sections.append(human)
+    for make_extra in extra:
+        added = make_extra(settings)
+        if added is not None:
+            sections.append(added)
     sections.append(_hardest(an, bench, settings.analytics.report_examples))
     return sections
 
@@ -213,10 +212,12 @@ def simulated_banner(an: Analytics) -> str:
 
 
 def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | None = None,
-                 progress: Callable[[str, int, int], None] | None = None) -> list[Section]:
-    """``progress(task, done, total)`` is called as each section is computed (the CLI's bar)."""
+                 progress: Callable[[str, int, int], None] | None = None,
+                 extra: Sequence[ExtraSection] = ()) -> list[Section]:
+    """``progress(task, done, total)`` is called as each section is computed (the CLI's bar); ``extra``
+    sections (the human study) come after the funnel."""
     bench = choose_benchmark(an, benchmark)
-    sections = build_sections(an, settings, bench, progress)
+    sections = build_sections(an, settings, bench, progress, extra)
     page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None,
                   simulated=simulated_banner(an), intervals=Bootstrap.of(settings).label)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -134,11 +134,12 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
     questions) and error bars; numbers the sim made are marked SIMULATED. All model text is escaped.
     """
     from playlisteval.analytics.report import choose_benchmark, write_report
+    from playlisteval.human.report_section import html_section
 
     settings, an = _open(ctx)
     with an:
         with progress_bar("report", "sections") as update:
-            sections = write_report(an, settings, out, benchmark, progress=update)
+            sections = write_report(an, settings, out, benchmark, progress=update, extra=[html_section])
         bench = choose_benchmark(an, benchmark)
         if as_json:
             from playlisteval.models.simulated import is_simulated
