@@ -5,7 +5,7 @@ Public names:
     add_paths, add_manifest, AddReport, Skipped      collection.py  — adding playlists (A1–A3)
     index_collection, IndexReport, pending_videos    pipeline.py    — the coordinator of `index`
     index_video, Outcome                             work.py        — one video (A4, A5), the actor's work
-    declare_index_actors, INDEX_QUEUE                actors.py      — the "index" queue (dramatiq)
+                                                                      (the actor: actors/tasks.py)
     transcripts_for                                  transcripts.py — captions, subtitles, ASR (asr*.py)
     get_ocr, FrameTextReader                         ocr.py         — on-screen text (rapidocr)
     search, Hit                                      search.py      — chunk search in a corpus (A8)
@@ -21,7 +21,6 @@ from typing import Any
 # name → module; imported on first use, so that `search` does not pay for OCR, video decoding or the
 # broker (issue 11: a cold `search` answers in seconds)
 _WHERE = {
-    "INDEX_QUEUE": "actors", "declare_index_actors": "actors",
     "AddReport": "collection", "Skipped": "collection", "add_manifest": "collection", "add_paths": "collection",
     "ChunkInput": "embedders", "Embedder": "embedders", "embed_chunks": "embedders", "get_embedder": "embedders",
     "FrameTextReader": "ocr", "get_ocr": "ocr",

@@ -2,10 +2,11 @@
 segments, near-duplicates and seeds over the collection (SPEC A4–A7, P).
 
 The coordinator picks the videos with work to do (new ones; indexed ones whose vectors for the
-embedder are missing), sends one message per video and waits, reading progress from the store:
+embedder are missing), has one ``index_video`` message sent per video (the engine's actor,
+actors/tasks.py, through actors/indexing.py) and waits, reading progress from the store:
 
-- in-process (the default, ``[broker] url = "memory://"``): a private broker and ``[index] threads``
-  worker threads in this process run the actors;
+- in-process (the default, ``[broker] url = "memory://"``): ``[index] threads`` worker threads in this
+  process run the actor on the App's in-process broker;
 - Redis: the messages go to the shared "index" queue, where `playlisteval worker` processes on any
   machine take them; this process works on the queue too, so it finishes with or without them.
 
@@ -16,25 +17,19 @@ the report is the same whichever process did the work. A second run with nothing
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import dramatiq
-from dramatiq.brokers.stub import StubBroker
-from dramatiq.errors import QueueJoinTimeout
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from playlisteval.broker import is_redis, make_broker
+from playlisteval.broker import is_redis
 from playlisteval.config import IndexSettings, Settings
 from playlisteval.index import chunk_progress
-from playlisteval.index.actors import INDEX_ACTOR, INDEX_QUEUE, IndexContext, declare_index_actors
 from playlisteval.index.asr import check_backends
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.collection import Skipped
@@ -133,54 +128,44 @@ def _outcomes(engine: Engine, video_ids: list[int], run: str) -> dict[int, tuple
     return found
 
 
+#: how the videos reach workers: sends ``index_video(video, embedder, run)`` per video and serves or waits
+#: until ``check()`` is true (actors/indexing.py; given from above, the index does not import the engine)
+Dispatch = Callable[[Settings, Engine, list[int], str, str, Callable[[], bool]], None]
+
+
+def _engine_dispatch() -> Dispatch:
+    # the engine sits above the index: reached at run time, as the CLI reaches it (tests/test_layers.py)
+    from playlisteval.actors.indexing import index_videos
+
+    return index_videos
+
+
 def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder: str, run: str,
-              tick: Progress) -> None:
-    """Send one message per video and wait until each has an outcome for ``run`` (or stalls)."""
+              tick: Progress, dispatch: Dispatch) -> None:
+    """Send one message per video and wait until each has an outcome for ``run`` (or, with Redis, stalls)."""
     cfg = settings.index
     redis = is_redis(settings.broker.url)
-    broker: dramatiq.Broker = make_broker(settings) if redis else StubBroker()
-    worker_name = f"{socket.gethostname()}:{os.getpid()}:index"
-    actors = declare_index_actors(broker, lambda: IndexContext(settings, engine, worker_name))
-    # with Redis, threads = 0 leaves all the work to `playlisteval worker` processes
-    worker = None
-    if cfg.threads > 0 or not redis:
-        worker = dramatiq.Worker(broker, worker_threads=max(1, cfg.threads), queues={INDEX_QUEUE},
-                                 worker_timeout=100)
-        worker.start()
-    total, done, last_change = len(video_ids), -1, time.monotonic()
-    expected = _expected_chunks(engine, video_ids, cfg)
+    total, expected = len(video_ids), _expected_chunks(engine, video_ids, cfg)
+    seen = {"done": -1, "changed": time.monotonic()}
+
+    def check() -> bool:
+        """Progress from the store; true when every video has its outcome, or no video finished for
+        ``wait_stall_s`` with Redis (the rest is left to the workers, reported unfinished)."""
+        found = _outcomes(engine, video_ids, run)
+        _tick_chunks(tick, found, expected, run)
+        if len(found) != seen["done"]:
+            seen["done"], seen["changed"] = len(found), time.monotonic()
+            tick("videos", len(found), total)
+        if len(found) >= total:
+            return True
+        if redis and time.monotonic() - seen["changed"] > cfg.wait_stall_s:
+            log.warning("index: no video finished for %.0f s; leaving the rest to the workers", cfg.wait_stall_s)
+            return True
+        return False
+
     try:
-        for video_id in video_ids:
-            actors[INDEX_ACTOR].send(video_id, embedder, run)
-        while True:
-            found = _outcomes(engine, video_ids, run)
-            _tick_chunks(tick, found, expected, run)
-            now_done = len(found)
-            if now_done != done:
-                done, last_change = now_done, time.monotonic()
-                tick("videos", done, total)
-            if done >= total:
-                break
-            if redis:
-                if time.monotonic() - last_change > cfg.wait_stall_s:
-                    log.warning("index: no video finished for %.0f s; leaving the rest to the workers",
-                                cfg.wait_stall_s)
-                    break
-                time.sleep(cfg.poll_s)
-                continue
-            try:
-                assert isinstance(broker, StubBroker)
-                broker.join(INDEX_QUEUE, timeout=int(cfg.poll_s * 1000), fail_fast=False)
-                found = _outcomes(engine, video_ids, run)
-                _tick_chunks(tick, found, expected, run)
-                tick("videos", len(found), total)
-                break  # the private queue is empty: every message ran (or gave up its retries)
-            except QueueJoinTimeout:
-                continue
+        dispatch(settings, engine, video_ids, embedder, run, check)
     finally:
-        if worker is not None:
-            worker.stop()
-        broker.close()
         chunk_progress.forget(run)
 
 
@@ -239,8 +224,10 @@ def _collect(report: IndexReport, found: dict[int, tuple[Video, Outcome]], video
             report.video_seconds += video.duration or 0.0
 
 
-def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None) -> IndexReport:
-    """Index every video with work to do, then segments, duplicates and seeds; see the module doc."""
+def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None,
+                     dispatch: Dispatch | None = None) -> IndexReport:
+    """Index every video with work to do, then segments, duplicates and seeds; see the module doc.
+    ``dispatch``: how videos reach workers (default: the engine's, actors/indexing.py)."""
     started = time.monotonic()
     embedder = _check_settings(settings)
     report = IndexReport()
@@ -250,7 +237,7 @@ def index_collection(settings: Settings, engine: Engine, progress: Progress | No
     tick("videos", 0, len(todo))
     if todo:
         run = uuid.uuid4().hex
-        _dispatch(settings, engine, todo, embedder.name, run, tick)
+        _dispatch(settings, engine, todo, embedder.name, run, tick, dispatch or _engine_dispatch())
         _collect(report, _outcomes(engine, todo, run), todo)
     tick("segments", 0, 1)
     report.segments, new_videos = build_segments(engine, settings.index, embedder.name)

@@ -1,0 +1,77 @@
+"""`index`'s videos on the engine: one ``tasks.index_video`` message per video, on the "index" queue of this
+process's App broker.
+
+- in-process (the default, ``[broker] url = "memory://"``): ``[index] threads`` worker threads of this process
+  run the actor on an in-process broker;
+- Redis: the messages go to the shared "index" queue, where `playlisteval worker` processes on any machine take
+  them; this process works on the queue too (unless ``[index] threads = 0``), so it finishes with or without
+  them.
+
+Whoever indexes a video writes its outcome to the store; the coordinator (index/pipeline.py) reads progress and
+decides when to stop waiting through ``check``, so this module only sends and serves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import dramatiq
+import structlog
+from dramatiq.brokers.stub import StubBroker
+from sqlalchemy.engine import Engine
+
+from playlisteval.actors import tasks
+from playlisteval.actors.app import App
+from playlisteval.broker import is_redis, make_broker
+from playlisteval.config import Settings
+
+log = structlog.get_logger(__name__)
+
+
+def _drained(stub: StubBroker, queue: str) -> threading.Event:
+    """Set once the in-process queue (and its delay queue) is empty: every message ran or gave up its retries.
+    One waiting thread for the whole run, not one per poll (a timed ``join`` leaves a thread behind each time)."""
+    done = threading.Event()
+
+    def wait() -> None:
+        stub.join(queue, fail_fast=False)
+        done.set()
+
+    threading.Thread(target=wait, daemon=True, name=f"join-{queue}").start()
+    return done
+
+
+def index_videos(settings: Settings, engine: Engine, video_ids: Sequence[int], embedder: str, run: str,
+                 check: Callable[[], bool]) -> None:
+    """Send ``index_video(video, embedder, run)`` for each video and serve the queue until ``check()`` says to
+    stop (every video has its outcome, or the coordinator gave up waiting) or, in-process, the queue is empty.
+    ``check`` is called every ``[index] poll_s``."""
+    cfg = settings.index
+    redis = is_redis(settings.broker.url)
+    broker: dramatiq.Broker = make_broker(settings) if redis else StubBroker()
+    app = App(settings, engine=engine, broker=broker)
+    # this process's threads sign their videos apart from `playlisteval worker` processes on the same host
+    app.worker_id = f"{app.worker_id}:index"
+    worker = None
+    if cfg.threads > 0 or not redis:  # with Redis, threads = 0 leaves all the work to the worker processes
+        worker = dramatiq.Worker(broker, worker_threads=max(1, cfg.threads), queues={tasks.INDEX_QUEUE},
+                                 worker_timeout=100)
+        worker.start()
+    try:
+        for video_id in video_ids:
+            tasks.index_video.send(video_id, embedder, run)
+        log.debug("index.sent", videos=len(video_ids), broker=settings.broker.url, run=run)
+        drained = _drained(broker, tasks.INDEX_QUEUE) if isinstance(broker, StubBroker) else None
+        while not check():
+            if drained is None:
+                time.sleep(cfg.poll_s)
+            elif drained.wait(cfg.poll_s):
+                check()  # the last outcomes, for the progress shown
+                break
+    finally:
+        if worker is not None:
+            worker.stop()
+        broker.close()
+        app.leases.close()
