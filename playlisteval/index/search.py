@@ -1,7 +1,9 @@
 """Chunk search over the stored vectors (SPEC A8), restricted to a corpus (a domain, or everything).
 
-The index over a corpus is built from the store on first use and kept per process; it is rebuilt when
-the corpus changes (more vectors, or videos that became duplicates).
+The index over a corpus is made from the store on first use and kept per process; it is made again
+when the corpus changes (more vectors, or videos that became duplicates). An HNSW index (a corpus
+above ``[index] exact_search_max`` vectors) is saved under the project's ``indexes/`` keyed by its
+vectors, so a later process reads it back rather than building it again.
 
 This module is the whole of `playlisteval search`'s import path: it must not import OCR, video
 decoding, the broker or transformers (tests/test_search_cli.py checks), so that a cold search
@@ -107,7 +109,7 @@ def corpus_index(engine: Engine, embedder: Embedder, domain: str | None,
         count, last = session.exec(
             _scope(select(func.count(col(ChunkVector.id)), func.max(col(ChunkVector.id))), embedder.name, domain)
         ).one()
-        key = (count, last)
+        key = (count, last, exact_max)  # another threshold may make another kind of index
         cache_key = (str(engine.url), embedder.name, domain)
         with _lock:
             cached = _corpora.get(cache_key)
@@ -127,13 +129,20 @@ def corpus_index(engine: Engine, embedder: Embedder, domain: str | None,
     return chunk_ids, index
 
 
+def project_index(settings: Settings, engine: Engine, embedder: Embedder,
+                  domain: str | None = None) -> tuple[list[int], VectorIndex]:
+    """``corpus_index`` as the project's settings make it: exact up to ``[index] exact_search_max``
+    vectors, HNSW above, saved under ``index_cache_dir`` and read back by every later process (a
+    `search`, an evaluation) over the same vectors instead of rebuilt."""
+    return corpus_index(engine, embedder, domain, settings.index.exact_search_max, index_cache_dir(settings))
+
+
 def search(settings: Settings, engine: Engine, query: str, domain: str | None = None, k: int = 10,
            embedder: Embedder | str | None = None) -> list[Hit]:
     """The ``k`` chunks most similar to ``query``, best first."""
     if embedder is None or isinstance(embedder, str):
         embedder = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims, settings.index)
-    chunk_ids, index = corpus_index(engine, embedder, domain, settings.index.exact_search_max,
-                                    index_cache_dir(settings))
+    chunk_ids, index = project_index(settings, engine, embedder, domain)
     if not chunk_ids:
         return []
     rows, scores = index.search(embedder.embed_texts([query])[0], k)
