@@ -190,10 +190,9 @@ def _one_chunk_of_signs(k: int, resamples: int, seed: int) -> NDArray[np.float64
     return out
 
 
-def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int, resamples: int = RESAMPLES,
-                       level: float = LEVEL, null: float | None = None, exact: bool | None = None) -> Interval:
-    """The rate Σ sums / Σ counts of K clusters with its cluster-bootstrap interval (and, with ``null``,
-    the sign-flip p-value against it). For callers that aggregate per cluster themselves (in SQL)."""
+def _canonical(sums: ArrayLike, counts: ArrayLike, level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The clusters checked and put in canonical order (by sum, then count): the result cannot depend on
+    ids or on the order rows came in."""
     s = np.asarray(sums, dtype=np.float64).reshape(-1)
     n = np.asarray(counts, dtype=np.float64).reshape(-1)
     if len(s) != len(n):
@@ -204,8 +203,16 @@ def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int, resampl
         raise ValueError("a cluster without observations")
     if not 0 < level < 1:
         raise ValueError(f"confidence level {level} is not between 0 and 1")
-    order = np.lexsort((n, s))  # canonical: the result cannot depend on ids or on the order rows came in
-    s, n = s[order], n[order]
+    order = np.lexsort((n, s))
+    return s[order], n[order]
+
+
+def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int, resamples: int = RESAMPLES,
+                       level: float = LEVEL, null: float | None = None, exact: bool | None = None) -> Interval:
+    """The rate Σ sums / Σ counts of K clusters with its cluster-bootstrap interval (and, with ``null``,
+    the sign-flip p-value against it). For callers that aggregate per cluster themselves (in SQL); many
+    rates at once: ``batch.intervals_from_sums``."""
+    s, n = _canonical(sums, counts, level)
     low = high = None
     if len(s) >= 2:
         low, high = percentile_interval(bootstrap_distribution(s, n, seed=seed, resamples=resamples, exact=exact),

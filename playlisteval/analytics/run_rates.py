@@ -22,8 +22,13 @@ def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) 
     if not rows or "forward_run" not in rows[0]:
         return rows
     # per pair, the same shares the view averages (see 14_position_bias.sql)
+    # the forward rows joined to their couple first, then the reversed ones by run and pair (rates.JOINS)
     sums = aggregate(an, f"""
-        SELECT c.forward_run, c.reversed_run, fwd.item_id,
+        WITH fwd AS MATERIALIZED (
+            SELECT c.forward_run, c.reversed_run, f.pair_id, f.item_id, f.score, f.verdict
+            FROM (SELECT DISTINCT forward_run, reversed_run FROM position_bias WHERE {where}) AS c
+            JOIN judgment_facts AS f ON f.run_id = c.forward_run)
+        SELECT fwd.forward_run, fwd.reversed_run, fwd.item_id,
             fwd.score AS accuracy_forward, rev.score AS accuracy_reversed,
             CASE WHEN fwd.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_forward,
             CASE WHEN rev.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_reversed,
@@ -31,14 +36,14 @@ def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) 
             CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END AS solved_both,
             CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END AS wrong_both,
             fwd.score - rev.score AS forward_minus_reversed
-        FROM (SELECT DISTINCT forward_run, reversed_run FROM position_bias WHERE {where}) AS c
-        JOIN judgment_facts AS fwd ON fwd.run_id = c.forward_run
-        JOIN judgment_facts AS rev ON rev.run_id = c.reversed_run AND rev.pair_id = fwd.pair_id""",
+        FROM fwd JOIN judgment_facts AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id""",
                      params, ("forward_run", "reversed_run"), boot, BIAS_RATES)
+    cis = iter(boot.intervals([(sums.get((r["forward_run"], r["reversed_run"])), i,
+                                0.0 if rate == "forward_minus_reversed" else None)
+                               for r in rows for i, rate in enumerate(BIAS_RATES)]))
     for r in rows:
-        group = sums.get((r["forward_run"], r["reversed_run"]))
-        for i, rate in enumerate(BIAS_RATES):
-            r[f"{rate}_ci"] = boot.interval(group, i, null=0.0 if rate == "forward_minus_reversed" else None)
+        for rate in BIAS_RATES:
+            r[f"{rate}_ci"] = next(cis)
     return rows
 
 
@@ -55,13 +60,17 @@ def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list
     single = aggregate(an, f"SELECT * FROM judgment_facts WHERE run_id IN ({marks})", sorted(runs), ("run_id",),
                        boot)
     paired = aggregate(an, f"""
-        SELECT c.run_id AS sweep, s.item_id, s.score - m.score AS d
-        FROM (SELECT DISTINCT run_id, main_run_id FROM judge_sweeps WHERE {where}) AS c
-        JOIN judgment_facts AS s ON s.run_id = c.run_id
-        JOIN judgment_facts AS m ON m.run_id = c.main_run_id AND m.pair_id = s.pair_id""",
+        WITH c AS MATERIALIZED (
+            SELECT c.run_id, c.main_run_id, s.pair_id, s.item_id, s.score
+            FROM (SELECT DISTINCT run_id, main_run_id FROM judge_sweeps WHERE {where}) AS c
+            JOIN judgment_facts AS s ON s.run_id = c.run_id)
+        SELECT c.run_id AS sweep, c.item_id, c.score - m.score AS d
+        FROM c
+        JOIN judgment_facts AS m ON m.run_id = c.main_run_id AND m.pair_id = c.pair_id""",
                        params, ("sweep",), boot, ("d",))
-    for r in rows:
-        r["accuracy_ci"] = boot.interval(single.get((r["run_id"],)))
-        r["main_accuracy_ci"] = boot.interval(single.get((r.get("main_run_id"),)))
-        r["difference_ci"] = boot.difference(paired.get((r["run_id"],)))
+    cis = boot.intervals([want for r in rows for want in (
+        (single.get((r["run_id"],)), 0, None), (single.get((r.get("main_run_id"),)), 0, None),
+        (paired.get((r["run_id"],)), 0, 0.0))])
+    for i, r in enumerate(rows):
+        r["accuracy_ci"], r["main_accuracy_ci"], r["difference_ci"] = cis[3 * i:3 * i + 3]
     return rows

@@ -57,13 +57,19 @@ def judge_gap_curves(an: Analytics, bench: dict[str, Any] | None, boot: Bootstra
                    "f.run_id IN (SELECT run_id FROM main_run) AS main "
                    f"FROM judgment_facts AS f WHERE {where} ORDER BY f.run_id", params)
     sums = aggregate(an, f"SELECT f.* FROM judgment_facts AS f WHERE {where}", params, ("run_id", "gap"), boot)
-    out = []
+    gaps_of: dict[Any, list[Any]] = {}
+    for run_id, gap in sums:
+        gaps_of.setdefault(run_id, []).append(gap)
+    out, groups = [], []
     for run in runs:
         head = {**run, "name": run_name(run), "label": f"run {run['run_id']}: {run_name(run)}"}
-        gaps = sorted(gap for run_id, gap in sums if run_id == run["run_id"])
+        gaps = sorted(gaps_of.get(run["run_id"], []))
         for gap in [*gaps, None]:
             group = sums[(run["run_id"], gap)] if gap is not None else pick(sums, (run["run_id"],), "All")
-            out.append({**head, "gap": gap, "n": group.n if group else 0, "accuracy_ci": boot.interval(group)})
+            out.append({**head, "gap": gap, "n": group.n if group else 0})
+            groups.append(group)
+    for row, ci in zip(out, boot.intervals([(g, 0, None) for g in groups]), strict=True):
+        row["accuracy_ci"] = ci
     return out
 
 
@@ -96,14 +102,16 @@ def weak_gap_curves(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap
     where, params = ("q.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
     sql = WEAK_SQL.format(where=where, failed=", ".join(f"'{f}'" for f in _FAILED))
     sums = aggregate(an, sql, params, ("role", "model", "gap"), boot)
-    out = []
+    out, groups = [], []
     for role, model in sorted({(r, m) for r, m, _ in sums}):
         label = f"{role}: {shown_name(model)}"
         gaps = sorted(g for r, m, g in sums if (r, m) == (role, model))
         for gap in [*gaps, None]:
             group = sums[(role, model, gap)] if gap is not None else pick(sums, (role, model), "All")
-            out.append({"label": label, "role": role, "model": model, "gap": gap, "n": group.n if group else 0,
-                        "accuracy_ci": boot.interval(group)})
+            out.append({"label": label, "role": role, "model": model, "gap": gap, "n": group.n if group else 0})
+            groups.append(group)
+    for row, ci in zip(out, boot.intervals([(g, 0, None) for g in groups]), strict=True):
+        row["accuracy_ci"] = ci
     return out
 
 
