@@ -1,16 +1,25 @@
 """A seed's two clips (segments) and their transcripts, read from the store, and the transcript
-windows of the C2.1 test (SPEC C2.1). Below the stages and the gates, which both read clips."""
+windows of the C2.1 test (SPEC C2.1). Below the stages and the gates, which both read clips.
+
+A clip's transcript lines are kept per process (issue 13: every step re-read them), keyed by their
+content: the store, the video, its index report (rewritten, with a run id, in the very transaction
+that rewrites its chunks: a re-indexed video gets a new key) and the span. Never stale; the rows
+naming which clips an item has are read each time (a few primary-key reads, deferred: no lock).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import random
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.store.engine import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import Chunk, Item, Seed, Segment, Video
 
 
@@ -46,16 +55,37 @@ class Clip:
         return format_lines(self.lines)
 
 
-def _transcript(s: Any, video_id: int, start: float, end: float) -> Lines:
+_CACHE_SIZE = 4096  # spans: a clip's lines are a few kB; a build touches a few per item
+_lines: OrderedDict[tuple[str, int, str, float, float], Lines] = OrderedDict()
+_lines_lock = threading.Lock()
+
+
+def _transcript(s: Any, video_id: int, start: float, end: float, report: str | None = None) -> Lines:
+    """The span's lines; with ``report`` (the video's ``index_report``), kept and reused by content key.
+    A video with no report (its chunks written some other way) is read every time."""
+    key = None
+    if report:
+        url = s.get_bind().engine.url.render_as_string(hide_password=True)
+        key = (url, video_id, hashlib.sha1(report.encode()).hexdigest(), start, end)
+        with _lines_lock:
+            if key in _lines:
+                _lines.move_to_end(key)
+                return _lines[key]
     chunks = s.exec(
         select(Chunk).where(Chunk.video_id == video_id, Chunk.start >= start - 1e-6, Chunk.end <= end + 1e-6)
         .order_by(col(Chunk.idx))
     ).all()
-    return tuple((c.start - start, c.transcript) for c in chunks)
+    lines = tuple((c.start - start, c.transcript) for c in chunks)
+    if key is not None:
+        with _lines_lock:
+            _lines[key] = lines
+            while len(_lines) > _CACHE_SIZE:
+                _lines.popitem(last=False)
+    return lines
 
 
 def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
-    with transaction(engine) as s:
+    with read(engine) as s:
         item = s.get(Item, item_id)
         if item is None:
             raise LookupError(f"item {item_id} does not exist")
@@ -68,7 +98,7 @@ def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
             video = s.get(Video, seg.video_id)
             assert video is not None
             clips.append(Clip(number, segment_id, video.id or 0, video.playlist_id, video.path, seg.start,
-                              seg.end, _transcript(s, video.id or 0, seg.start, seg.end)))
+                              seg.end, _transcript(s, video.id or 0, seg.start, seg.end, video.index_report)))
         return clips[0], clips[1]
 
 
@@ -81,12 +111,16 @@ def transcript_windows(engine: Engine, clips: tuple[Clip, Clip], rng: random.Ran
     own_videos = {c.video_id for c in clips}
     windows = [c.transcript() for c in clips]
     taken: set[tuple[int, float]] = set()
-    with transaction(engine) as s:
+    with read(engine) as s:
         for clip in clips:
-            others = [(int(v or 0), float(d or 0.0)) for v, d in s.exec(
-                select(col(Video.id), col(Video.duration)).where(
+            reports: dict[int, str] = {}
+            others: list[tuple[int, float]] = []
+            for v, d, report in s.exec(
+                select(col(Video.id), col(Video.duration), col(Video.index_report)).where(
                     Video.playlist_id == clip.playlist_id, Video.id != clip.video_id, Video.status == "indexed"
-                ).order_by(col(Video.id))).all()]
+                ).order_by(col(Video.id))).all():
+                others.append((int(v or 0), float(d or 0.0)))
+                reports[int(v or 0)] = str(report or "")
             preferred = [o for o in others if o[0] not in own_videos] or others
             if not preferred:
                 continue
@@ -96,6 +130,6 @@ def transcript_windows(engine: Engine, clips: tuple[Clip, Clip], rng: random.Ran
                 free = [t for t in starts if (video_id, t) not in taken] or starts
                 start = rng.choice(free)
                 taken.add((video_id, start))
-                windows.append(format_lines(_transcript(s, video_id, start, start + clip.length)))
+                windows.append(format_lines(_transcript(s, video_id, start, start + clip.length, reports[video_id])))
     rng.shuffle(windows)  # shuffled so the relevant passages are not where they always are
     return windows

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable
 
 import dramatiq
 import structlog
-from dramatiq.errors import QueueJoinTimeout
 
 from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
 from playlisteval.broker import queued_ids
@@ -22,6 +21,11 @@ from playlisteval.store import items, transaction
 from playlisteval.store.tables import KeyValue
 
 log = structlog.get_logger(__name__)
+
+#: The longest a Redis consumer waits before looking for work again (ms): its back-off grows from 5 ms
+#: to this while the queue is empty or every thread is busy. The step-to-step gap is about half of it;
+#: the price is idle polling (a small Lua call per queue every ~10–20 ms).
+POLL_MS = 20
 
 
 def enqueue_all(app: App, work: Iterable[tuple[int, State]]) -> int:
@@ -35,18 +39,31 @@ def enqueue_all(app: App, work: Iterable[tuple[int, State]]) -> int:
 def run_foreground(app: App, work: Iterable[tuple[int, State]],
                    on_tick: Callable[[], None] | None = None, tick_s: float = 0.5) -> None:
     """Process ``work`` and everything it leads to with worker threads in this process, until the
-    queue is empty. Ctrl-C stops cleanly: leases run out and `resume` continues."""
+    queue is empty. Ctrl-C stops cleanly: leases run out and `resume` continues.
+
+    One thread waits for the queue to drain (a join with no timeout) while this one ticks: a join with a
+    timeout starts a thread per call that stays blocked until the queue drains (hundreds in a long run)."""
     worker = dramatiq.Worker(app.broker, worker_threads=app.settings.broker.threads, worker_timeout=100)
     worker.start()
+    drained = threading.Event()
+    failure: list[BaseException] = []
+
+    def wait_drained() -> None:
+        try:
+            app.broker.join(BUILD_QUEUE)
+        except BaseException as exc:  # a dead-lettered message (fail fast): raised in the caller's thread
+            failure.append(exc)
+        finally:
+            drained.set()
+
     try:
         enqueue_all(app, work)
-        while True:
-            try:
-                app.broker.join(BUILD_QUEUE, timeout=int(tick_s * 1000))
-                break
-            except QueueJoinTimeout:
-                if on_tick:
-                    on_tick()
+        threading.Thread(target=wait_drained, daemon=True, name="foreground-join").start()
+        while not drained.wait(tick_s):
+            if on_tick:
+                on_tick()
+        if failure:
+            raise failure[0]
     finally:
         worker.stop()
         app.leases.close()  # no lease is held any more: the heartbeat thread need not wait around
@@ -104,8 +121,11 @@ def serve(app: App, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    # build steps, videos to index (issue 3), questions of the difficulty gate and of judge runs
-    worker = dramatiq.Worker(app.broker, worker_threads=threads, queues=set(tasks.QUEUES))
+    # build steps, videos to index (issue 3), questions of the difficulty gate and of judge runs.
+    # worker_timeout caps how long a consumer sleeps between fetches when it found nothing or had no room:
+    # dramatiq's default (1 s) left a freed thread or a just-sent step waiting ~0.45 s (issue 13)
+    worker = dramatiq.Worker(app.broker, worker_threads=threads, queues=set(tasks.QUEUES),
+                             worker_timeout=POLL_MS)
     # prefetch no more than we can work on: messages for long model calls must not wait in one
     # worker's buffer while another worker idles (dramatiq's default is twice the thread count)
     worker.queue_prefetch = threads

@@ -2,10 +2,13 @@
 
 For each request: a cache hit returns the stored answer (ledger row, 0 USD). Otherwise, before every
 paid try, one short transaction checks the budget and reserves a ledger row with the estimated cost;
-the try's actual usage and cost replace the estimate when it ends. Transient errors are retried with
-exponential backoff and jitter that honours Retry-After; malformed output is retried with a repair note
-a bounded number of times, then returned as ``malformed`` for the caller to reject on. The answer is
-cached before the caller moves the item, so a crash after the call costs nothing on resume.
+the try's actual usage and cost replace the estimate when it ends. A call that is answered at its first
+try takes two store transactions: cache look-up + reservation, then the closed ledger row + the cached
+answer (issue 13); the budget check reads a running total (store/spend_totals.py), not the ledger.
+Transient errors are retried with exponential backoff and jitter that honours Retry-After; malformed
+output is retried with a repair note a bounded number of times, then returned as ``malformed`` for the
+caller to reject on. The answer is cached before the caller moves the item, so a crash after the call
+costs nothing on resume.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from playlisteval.models.ratelimit import RateLimits
 from playlisteval.models.registry import Registry, split_spec
 from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply, TextPart, Usage, VideoPart
 from playlisteval.prompts.schemas import SCHEMAS
-from playlisteval.store import transaction
+from playlisteval.store import spend_totals, transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import KeyValue, ModelCall, ModelPrompt, ResponseCache, now
 
 log = structlog.get_logger(__name__)
@@ -125,17 +129,18 @@ def spend_of(session: Any, purpose: str, exclude_hash: str | None = None) -> Spe
 
 
 def _spent(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
-    """Money spent or committed, as the budget counts it (``Spend.committed``)."""
-    return spend_of(session, purpose, exclude_hash).committed
+    """Money spent or committed, as the budget counts it (``Spend.committed``): the purpose's running
+    total (one row, kept by triggers in every ledger change's transaction), not a sum over the ledger."""
+    return spend_totals.committed(session, purpose, exclude_hash)
 
 
 def spent_usd(engine: Engine, purpose: str = "build") -> float:
-    with transaction(engine) as s:
+    with read(engine) as s:
         return _spent(s, purpose)
 
 
 def spend(engine: Engine, purpose: str = "build") -> Spend:
-    with transaction(engine) as s:
+    with read(engine) as s:
         return spend_of(s, purpose)
 
 
@@ -171,22 +176,34 @@ class Runner:
         spec = model or self.settings.model_for(request.role)
         provider_name, model_name = split_spec(spec)
         key = request_hash(spec, request)
-        cached = self._cached(key, spec, request)
-        if cached is not None:
-            return cached
-        if self.defer is not None:
-            self.defer(key, spec, request, validate is not None)
+        try:
+            provider = self.registry.get(provider_name)
+        except Exception:  # a cached answer needs no provider
+            cached = self._cached(key, spec, request)
+            if cached is not None:
+                return cached
+            raise
         schema = SCHEMAS[request.response_schema] if request.response_schema else None
-        provider = self.registry.get(provider_name)
         price = self.settings.price_for(spec)
+        # a malformed try that is repaired is cached under a key of its own (``<key>:try<n>``): after a
+        # kill or a budget pause in the middle of repairs, the tries already paid for are replayed
+        first: int | None = None  # the first try's ledger row, reserved with the cache look-up
+        if self.defer is None:
+            opened = self._open(key, spec, request, pricing.usd(price, self._reservation_usage(request)))
+            if isinstance(opened, ModelResponse):
+                return opened
+            tried, first = opened
+        else:  # batched roles: the collector decides between the look-up and the reservation
+            cached = self._cached(key, spec, request)
+            if cached is not None:
+                return cached
+            self.defer(key, spec, request, validate is not None)
+            tried = self._cached_tries(key)
         total = Usage()
         repair_note: str | None = None
         malformed_reason: str | None = None
         transient_tries = 0
         malformed_tries = 0
-        # a malformed try that is repaired is cached under a key of its own (``<key>:try<n>``): after a
-        # kill or a budget pause in the middle of repairs, the tries already paid for are replayed
-        tried = self._cached_tries(key)
         while True:
             attempt_request = request if repair_note is None else request.model_copy(
                 update={"parts": [*request.parts, TextPart(text=repair_note)]}
@@ -201,7 +218,8 @@ class Runner:
                 if self.defer is not None and malformed_tries:  # a repair goes by batch too, as its own try
                     self.defer(try_key, spec, attempt_request, True)
                 estimate = pricing.usd(price, self._reservation_usage(attempt_request))
-                reserved = self._reserve(key, spec, request, estimate)
+                reserved, first = (first, None) if first is not None else (
+                    self._reserve(key, spec, request, estimate), None)
                 if reserved is None:  # answered meanwhile by the worker that had this step before us
                     answered = self._cached(key, spec, request)
                     if answered is not None:
@@ -262,65 +280,85 @@ class Runner:
         output = max(usage.output_tokens, expected, request.settings.max_output_tokens or 0)
         return usage.model_copy(update={"output_tokens": output})
 
+    def _open(self, key: str, spec: str, request: ModelRequest,
+              estimate: float) -> ModelResponse | tuple[set[str], int | None]:
+        """The cache look-up and the first try's reservation in one transaction: the cached answer, or
+        (the repaired tries stored earlier, the reserved ledger row; None when try 0 is to be replayed)."""
+        with transaction(self.engine) as s:
+            hit = self._hit_in(s, key, spec, request)
+            if hit is not None:
+                return hit
+            tried = _tries_in(s, key)
+            if f"{key}:try0" in tried:
+                return tried, None
+            return tried, self._reserve_in(s, key, spec, request, estimate)
+
     def _cached_tries(self, key: str) -> set[str]:
         """The cache keys of ``key``'s repaired tries that an earlier, interrupted call stored."""
-        with transaction(self.engine) as s:
-            rows = s.exec(select(ResponseCache.request_hash).where(
-                col(ResponseCache.request_hash) > f"{key}:try", col(ResponseCache.request_hash) < f"{key}:tryz")).all()
-        return {str(r) for r in rows}
+        with read(self.engine) as s:
+            return _tries_in(s, key)
 
     def _cached(self, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
-        provider, model = split_spec(spec)
         with transaction(self.engine) as s:
-            hit = s.get(ResponseCache, key)
-            if hit is None:
-                return None
-            row = ModelCall(
-                request_hash=key, role=request.role, provider=provider, model=model,
-                item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="cached",
-                cache_hit=True, worker=self.worker, finished_at=now(),
-            )
-            s.add(row)
-            s.flush()
-            response = ModelResponse.model_validate(hit.response)
-            response.cached, response.call_id, response.usd = True, row.id, 0.0
+            return self._hit_in(s, key, spec, request)
+
+    def _hit_in(self, s: Any, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
+        """The cached answer to ``key`` with its ledger row (0 USD) added, or None (in the caller's
+        transaction)."""
+        hit = s.get(ResponseCache, key)
+        if hit is None:
+            return None
+        provider, model = split_spec(spec)
+        row = ModelCall(
+            request_hash=key, role=request.role, provider=provider, model=model,
+            item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="cached",
+            cache_hit=True, worker=self.worker, finished_at=now(),
+        )
+        s.add(row)
+        s.flush()
+        response = ModelResponse.model_validate(hit.response)
+        response.cached, response.call_id, response.usd = True, row.id, 0.0
         log.debug("model.cache_hit", role=request.role, spec=spec)
         return response
 
     def _reserve(self, key: str, spec: str, request: ModelRequest, estimate: float, recheck: bool = True) -> int | None:
         """A ledger row for one try, within the budget; None if the answer was cached since we looked (a
         step taken over from a worker that was judged dead but finished its call: not asked twice)."""
-        provider, model = split_spec(spec)
         with transaction(self.engine) as s:
             if recheck and s.get(ResponseCache, key) is not None:
                 return None
-            budget = budget_usd(s, self.settings, request.purpose)  # build, select and eval: each its own
-            if budget > 0:
-                if s.get_bind().dialect.name == "postgresql":
-                    # SQLite serializes this transaction (BEGIN IMMEDIATE); PostgreSQL's read committed
-                    # would let two workers read the same spend and both reserve the last dollars
-                    s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _BUDGET_LOCK})
-                # an open row for this very request is the one being replaced: not counted twice
-                spent = _spent(s, request.purpose, exclude_hash=key)
-                if spent + estimate > budget:
-                    raise BudgetExceeded(spent, estimate, budget)
-            # an in-flight row for this very request belongs to a worker that died mid-call
-            s.execute(
-                update(ModelCall)
-                .where(col(ModelCall.request_hash) == key, col(ModelCall.status) == "in_flight")
-                .values(status="interrupted", finished_at=now())
-            )
-            row = ModelCall(
-                request_hash=key, role=request.role, provider=provider, model=model,
-                item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="in_flight",
-                estimated_usd=estimate, worker=self.worker,
-            )
-            s.add(row)
-            if s.get(ModelPrompt, key) is None:  # what was asked, kept once per request for `show ITEM`
-                s.add(ModelPrompt(request_hash=key, role=request.role, text=prompt_text(request)))
-            s.flush()
-            assert row.id is not None
-            return row.id
+            return self._reserve_in(s, key, spec, request, estimate)
+
+    def _reserve_in(self, s: Any, key: str, spec: str, request: ModelRequest, estimate: float) -> int:
+        """Check the budget and reserve the try's ledger row (in the caller's transaction)."""
+        provider, model = split_spec(spec)
+        budget = budget_usd(s, self.settings, request.purpose)  # build, select and eval: each its own
+        if budget > 0:
+            if s.get_bind().dialect.name == "postgresql":
+                # SQLite serializes this transaction (BEGIN IMMEDIATE); PostgreSQL's read committed
+                # would let two workers read the same spend and both reserve the last dollars
+                s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _BUDGET_LOCK})
+            # an open row for this very request is the one being replaced: not counted twice
+            spent = _spent(s, request.purpose, exclude_hash=key)
+            if spent + estimate > budget:
+                raise BudgetExceeded(spent, estimate, budget)
+        # an in-flight row for this very request belongs to a worker that died mid-call
+        s.execute(
+            update(ModelCall)
+            .where(col(ModelCall.request_hash) == key, col(ModelCall.status) == "in_flight")
+            .values(status="interrupted", finished_at=now())
+        )
+        row = ModelCall(
+            request_hash=key, role=request.role, provider=provider, model=model,
+            item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="in_flight",
+            estimated_usd=estimate, worker=self.worker,
+        )
+        s.add(row)
+        if s.get(ModelPrompt, key) is None:  # what was asked, kept once per request for `show ITEM`
+            s.add(ModelPrompt(request_hash=key, role=request.role, text=prompt_text(request)))
+        s.flush()
+        assert row.id is not None
+        return row.id
 
     def _finish(
         self, call_id: int, status: str, usage: Usage, cost: float, started: float, error: str | None = None
@@ -405,6 +443,12 @@ def _add(a: Usage, b: Usage) -> Usage:
         thinking_tokens=a.thinking_tokens + b.thinking_tokens,
         gpu_seconds=a.gpu_seconds + b.gpu_seconds,
     )
+
+
+def _tries_in(s: Any, key: str) -> set[str]:
+    rows = s.exec(select(ResponseCache.request_hash).where(
+        col(ResponseCache.request_hash) > f"{key}:try", col(ResponseCache.request_hash) < f"{key}:tryz")).all()
+    return {str(r) for r in rows}
 
 
 def _finish_in(s: Any, call_id: int, status: str, usage: Usage, cost: float, started: float,

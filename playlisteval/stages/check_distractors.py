@@ -9,7 +9,7 @@ from playlisteval.gates import GateVerdict, d2_structure, d3_text_ranking, d4_vi
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event
-from playlisteval.store.engine import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import QA, DistractorSet, Item
 
 
@@ -25,7 +25,7 @@ def verdicts(ctx: StepContext, qa: QA, dset: DistractorSet) -> list[GateVerdict]
 
 
 def run(ctx: StepContext) -> StepResult:
-    with transaction(ctx.engine) as s:
+    with read(ctx.engine) as s:
         item = s.get(Item, ctx.item_id)
         dset = s.get(DistractorSet, item.current_set_id) if item and item.current_set_id else None
         qa = s.get(QA, dset.qa_id) if dset else None

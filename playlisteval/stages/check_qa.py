@@ -9,7 +9,7 @@ from playlisteval.gates import GateVerdict, c1_structure, c2_parametric, c2_tran
 from playlisteval.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event
-from playlisteval.store.engine import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import QA, Item
 
 
@@ -29,7 +29,7 @@ def verdicts(ctx: StepContext, qa: QA) -> list[GateVerdict]:
 
 
 def run(ctx: StepContext) -> StepResult:
-    with transaction(ctx.engine) as s:
+    with read(ctx.engine) as s:
         item = s.get(Item, ctx.item_id)
         qa = s.get(QA, item.current_qa_id) if item and item.current_qa_id else None
     if qa is None:

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.prompts.render import render
-from playlisteval.store.engine import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import QA, DistractorSet, GateResult
 
 #: The pseudo-gate of a question given up after its Phase II attempts ran out (SPEC E2).
@@ -57,7 +57,7 @@ def _unusable(output: dict[str, Any]) -> str:
 def phase1_failures(engine: Engine, item_id: int, prompts_dir: str | None = None) -> list[Failure]:
     """Every failed question of this seed, oldest first."""
     out: list[tuple[int, int, Failure]] = []
-    with transaction(engine) as s:
+    with read(engine) as s:
         for r in _rows(s, item_id, 1):
             output = r.rejected_output or {}
             out.append((r.attempt, r.id or 0, Failure(
@@ -85,7 +85,7 @@ def phase2_failures(
 ) -> list[Failure]:
     """Every rejected set of wrong answers of this seed, oldest first."""
     out: list[Failure] = []
-    with transaction(engine) as s:
+    with read(engine) as s:
         sets = {d.attempt: d for d in s.exec(select(DistractorSet).where(DistractorSet.item_id == item_id))}
         questions: dict[int, str] = {}
         for r in _rows(s, item_id, 2):

@@ -19,7 +19,7 @@ from playlisteval.stages.feedback import phase2_failures
 from playlisteval.stages.generate_qa import generator_clips
 from playlisteval.stages.inputs import load_clips
 from playlisteval.state import Event
-from playlisteval.store.engine import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import QA, Answer, DistractorSet, Item
 
 CATEGORIES = (
@@ -61,7 +61,7 @@ def build_request(ctx: StepContext, qa: QA, attempt: int) -> ModelRequest:
 
 
 def run(ctx: StepContext) -> StepResult:
-    with transaction(ctx.engine) as s:
+    with read(ctx.engine) as s:
         item = s.get(Item, ctx.item_id)
         qa = s.get(QA, item.current_qa_id) if item and item.current_qa_id else None
     if qa is None:

@@ -1,8 +1,10 @@
 """Open the store: a SQLite file (WAL, busy timeout, BEGIN IMMEDIATE) or a PostgreSQL URL.
 
 SQLite with several processes (DESIGN, storage facts): a deferred transaction that later writes fails
-at once with "database is locked", ignoring the busy timeout; so every transaction here begins
-IMMEDIATE, and transactions stay milliseconds long (never open across a model call or a decode).
+at once with "database is locked", ignoring the busy timeout; so every transaction that may write
+begins IMMEDIATE, and transactions stay milliseconds long (never open across a model call or a decode).
+A transaction that only reads (``read``) begins deferred: under WAL it takes no write lock, so readers
+never queue behind writers (issue 13: IMMEDIATE reads made a lock convoy). PostgreSQL: both the same.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
 
 from playlisteval.errors import StoreError
+
+_READ_ONLY = "playlisteval_read_only"  # an execution option: this connection's transaction only reads
 
 
 def is_sqlite(url: str) -> bool:
@@ -47,7 +51,9 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # a read-only transaction (``read``) asks for a deferred BEGIN; anything else may write
+            deferred = conn.get_execution_options().get(_READ_ONLY, False)
+            conn.exec_driver_sql("BEGIN" if deferred else "BEGIN IMMEDIATE")
 
         return engine
     if url.startswith("postgresql://"):
@@ -71,3 +77,14 @@ def transaction(engine: Engine) -> Iterator[Session]:
     """One short transaction: committed on success, rolled back on any error."""
     with Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
+
+
+@contextmanager
+def read(engine: Engine) -> Iterator[Session]:
+    """One short transaction that only reads: deferred on SQLite (no write lock, no queue behind writers).
+    Never write in it: on SQLite a deferred transaction that writes fails with "database is locked"
+    at once, ignoring the busy timeout. Rolled back at the end (there is nothing to commit)."""
+    with engine.connect() as conn:
+        conn.execution_options(**{_READ_ONLY: True})
+        with Session(bind=conn, expire_on_commit=False) as session:
+            yield session  # the session begins on the connection at its first query, and rolls back on close

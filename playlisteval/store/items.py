@@ -69,11 +69,12 @@ def create_items(engine: Engine) -> list[int]:
 
 
 def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float) -> Claim | None:
-    """Take the item for one step, or return None when it moved on or someone else holds it."""
+    """Take the item for one step, or return None when it moved on or someone else holds it. One
+    ``UPDATE … RETURNING`` (SQLite ≥ 3.35, PostgreSQL): the compare-and-set and the read of what it took."""
     token = f"{owner}/{uuid.uuid4().hex[:12]}"
     t = now()
     with transaction(engine) as s:
-        result = s.execute(
+        row = s.execute(
             update(Item)
             .where(
                 col(Item.id) == item_id,
@@ -82,13 +83,16 @@ def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float
             )
             .values(lease_owner=token, lease_expires=t + lease_s, lease_renewed_at=t, claims=Item.claims + 1,
                     updated_at=t)
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            return None
-        item = s.get(Item, item_id)
-        assert item is not None
-        s.refresh(item)
-        return Claim(item_id, state, token, progress_of(item), item.claims)
+            .returning(col(Item.phase1_attempts), col(Item.phase2_attempts), col(Item.phase2_on_question),
+                       col(Item.failed_from), col(Item.claims))
+            .execution_options(synchronize_session=False)
+        ).first()
+    if row is None:
+        return None
+    p1, p2, on_question, failed_from, claims = row
+    progress = Progress(state=state, phase1_attempts=p1, phase2_attempts=p2, phase2_on_question=on_question,
+                        failed_from=State(failed_from) if failed_from else None)
+    return Claim(item_id, state, token, progress, claims)
 
 
 def commit(

@@ -15,6 +15,7 @@ from sqlmodel import SQLModel
 
 from playlisteval.store import tables  # noqa: F401  (registers every table on SQLModel.metadata)
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
+from playlisteval.store.spend_totals import install as install_spend_totals
 
 Migration = Callable[[Connection], None]
 
@@ -127,6 +128,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0023_video_lease_expires_double", widen_real_to_double("video", "lease_expires")),
     # what each request asked, for `show ITEM` (issue 14)
     ("0901_model_prompt", create_tables("model_prompt")),
+    # the ledger's running money per purpose, kept by triggers, backfilled: an O(1) budget check (issue 13)
+    ("0540_spend_total", install_spend_totals),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

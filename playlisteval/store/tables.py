@@ -555,3 +555,15 @@ class WorkJob(SQLModel, table=True):
     error: str = ""
     lease_until: float = 0.0
     updated_at: float = Field(default_factory=now)
+
+
+class SpendTotal(SQLModel, table=True):
+    """The ledger's money per purpose, kept by triggers on ``model_call`` (store/spend_totals.py, 0540) in
+    the transaction of every ledger change: a budget check reads one row instead of summing the ledger.
+    The columns are ``runner.Spend``'s: paid, reserved (in flight), interrupted (cut short, cost unknown)."""
+
+    __tablename__ = "spend_total"
+    purpose: str = Field(primary_key=True)
+    paid: float = 0.0
+    reserved: float = 0.0
+    interrupted: float = 0.0
