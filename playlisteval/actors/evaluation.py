@@ -1,4 +1,5 @@
-"""`select`'s difficulty gate and `eval judge` on the actors: one job per question (actors/jobs.py).
+"""`select`'s difficulty gate, `eval judge` and `eval retrieve` on the actors: one job per question (a block of
+questions for `eval retrieve`, actors/jobs.py).
 
 ``run_jobs`` is how a command runs them: with the in-process broker (the default, or whenever the command
 brings its own runner — a batched one) on worker threads in this process until they are done; with Redis
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,8 @@ from playlisteval.store import open_store
 log = structlog.get_logger(__name__)
 
 #: kind → "module:function" doing one job: fn(settings, engine, runner, job) → the job's counts
-HANDLERS = {"gate": "playlisteval.select.difficulty:gate_job", "judge": "playlisteval.eval.judge:judge_job"}
+HANDLERS = {"gate": "playlisteval.select.difficulty:gate_job", "judge": "playlisteval.eval.judge:judge_job",
+            "retrieve": "playlisteval.eval.ranking:retrieve_job"}
 Progress = Callable[[jobs.Tally], None]
 IDLE_HINT_S = 30.0  # waiting this long with nothing finished: say that workers may be missing
 
@@ -106,11 +108,13 @@ def fans_out(settings: Settings, runner: Runner | None = None) -> bool:
 
 
 def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int], payload: dict[str, Any], *,
-             runner: Runner | None = None, wait: bool = True, progress: Progress | None = None) -> Outcome:
-    """Run one job per item of ``item_ids`` (see the module's docstring); raise what a failed job raised."""
+             runner: Runner | None = None, wait: bool = True, progress: Progress | None = None,
+             payloads: Mapping[int, dict[str, Any]] | None = None) -> Outcome:
+    """Run one job per item of ``item_ids`` (see the module's docstring); raise what a failed job raised.
+    ``payloads``: what a job carries beyond ``payload``, by item (a block's questions)."""
     engine = open_store(settings)
     pass_id = jobs.new_pass()
-    ids = jobs.prepare(engine, kind, run_id, item_ids, pass_id, payload)
+    ids = jobs.prepare(engine, kind, run_id, item_ids, pass_id, payload, payloads)
     actor = tasks.JOBS[kind]
     queue = actor.queue_name
     if not fans_out(settings, runner):

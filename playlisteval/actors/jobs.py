@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -45,9 +45,10 @@ def new_pass() -> str:
 
 
 def prepare(engine: Engine, kind: str, run_id: int, item_ids: Sequence[int], pass_id: str,
-            payload: dict[str, Any]) -> list[int]:
+            payload: dict[str, Any], payloads: Mapping[int, dict[str, Any]] | None = None) -> list[int]:
     """A queued job per item (made, or re-queued when an earlier pass finished it); its ids in item order.
-    A job some worker is running now stays as it is: it is part of this pass too."""
+    A job some worker is running now stays as it is: it is part of this pass too. ``payloads`` adds to
+    ``payload`` by item."""
     ids: list[int] = []
     with transaction(engine) as s:
         have = {j.item_id: j for j in s.exec(select(WorkJob).where(
@@ -56,7 +57,7 @@ def prepare(engine: Engine, kind: str, run_id: int, item_ids: Sequence[int], pas
             job = have.get(item_id) or WorkJob(kind=kind, run_id=run_id, item_id=item_id)
             if job.state != RUNNING or job.lease_until < now():
                 job.state, job.error, job.lease_until = QUEUED, "", 0.0
-            job.pass_id, job.payload, job.updated_at = pass_id, payload, now()
+            job.pass_id, job.payload, job.updated_at = pass_id, {**payload, **(payloads or {}).get(item_id, {})}, now()
             s.add(job)
             s.flush()
             ids.append(int(job.id or 0))

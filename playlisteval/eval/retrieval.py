@@ -5,7 +5,11 @@ ranks of its two gold segments.
 The segments are the build's (the gold segments' embedder fixes their boundaries); the chunk vectors
 are the evaluated embedder's, computed now for any video that lacks them. Questions are the
 benchmark's first-level sample (SPEC F3: paper 343), or every accepted item with ``all_items``.
-Ranks are 1-based; ties go to the lower segment id, so a run is deterministic.
+
+The questions run as jobs on the engine (actors/evaluation.py ``run_jobs``), one per block of up to
+``BLOCK`` questions of one domain, each embedded as one batch and scored with one matrix product
+(eval/ranking.py): worker threads in this process by default, `playlisteval worker` processes with
+Redis. Ranks are 1-based; ties go to the lower segment id, so a run is deterministic.
 
 A question that cannot be ranked — its domain's vectors cannot be made, its query cannot be embedded,
 or a gold segment is not among the domain's segments any more — is an error of the run (issue 9),
@@ -16,23 +20,34 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.actors import jobs
+from playlisteval.actors.evaluation import run_jobs
 from playlisteval.benchmark.pairs import find_benchmark, finished_items
 from playlisteval.config import Settings
-from playlisteval.errors import ConfigError, PlaylistEvalError
+from playlisteval.errors import ConfigError
 from playlisteval.eval import metrics
-from playlisteval.eval.corpus import Question, load_questions
+from playlisteval.eval.corpus import load_questions
+from playlisteval.eval.ranking import (
+    BLOCK,
+    QUESTION_FAILURES,
+    DomainSegments,
+    GoldMissing,
+    describe,
+    domain_videos,
+    rank_segments,
+    rank_segments_many,
+)
 from playlisteval.index.embedders import Embedder, get_embedder
-from playlisteval.index.vectors import decode_many
 from playlisteval.index.work import index_video
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
@@ -40,23 +55,16 @@ from playlisteval.store.tables import (
     BenchmarkQuestion,
     Chunk,
     ChunkVector,
-    Playlist,
     Ranking,
     RetrievalError,
     RetrievalRun,
     Segment,
-    Video,
     now,
 )
 
 Tick = Callable[[str, int, int], None]
-
-
-@dataclass
-class DomainSegments:
-    segment_ids: np.ndarray  # (n_segments,)
-    rows: np.ndarray  # (n_segments, longest) chunk rows into ``matrix``; -1 pads
-    matrix: np.ndarray  # (n_chunks, dims)
+__all__ = ["BLOCK", "DomainSegments", "GoldMissing", "RetrievalSummary", "rank_segments", "rank_segments_many",
+           "run_retrieval"]
 
 
 @dataclass
@@ -76,63 +84,19 @@ class RetrievalSummary:
     error_messages: list[str] = field(default_factory=list)
 
 
-class GoldMissing(PlaylistEvalError):
-    """A gold segment is not among its domain's segments (marked a duplicate or removed since the build)."""
-
-
-#: failures of one domain or question that leave the run going (a bad setting still stops it)
-QUESTION_FAILURES: tuple[type[BaseException], ...] = (PlaylistEvalError, OSError, RuntimeError, ValueError)
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def rank_segments(domain: DomainSegments, query: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
-    """(segment ids best first, their scores): each segment's score is the mean of its ``top`` best chunks."""
-    sims = domain.matrix @ np.asarray(query, dtype=np.float32)
-    valid = domain.rows >= 0
-    values = np.where(valid, sims[np.where(valid, domain.rows, 0)], -np.inf)
-    best = -np.sort(-values, axis=1)[:, :top]
-    counts = np.minimum(valid.sum(axis=1), top)
-    totals = np.where(np.isfinite(best), best, 0.0).sum(axis=1)
-    scores = np.where(counts > 0, totals / np.maximum(counts, 1), -np.inf)
-    order = np.lexsort((domain.segment_ids, -scores))
-    return domain.segment_ids[order], scores[order]
-
-
-def _domain_segments(settings: Settings, engine: Engine, embedder: Embedder, domain_id: int,
-                     segment_embedder: str, tick: Tick | None) -> DomainSegments:
+def _make_vectors(settings: Settings, engine: Engine, embedder: Embedder, domain_id: int, tick: Tick | None) -> None:
+    """Vectors the evaluated embedder lacks in the domain: made by the index, kept in the store, before any
+    block is sent (the blocks only read them)."""
+    videos = domain_videos(engine, domain_id)
     with transaction(engine) as s:
-        videos = s.exec(select(Video.id).join(Playlist, col(Playlist.id) == col(Video.playlist_id))
-                        .where(Playlist.domain_id == domain_id, Video.status == "indexed")
-                        .order_by(col(Video.id))).all()
         embedded = set(s.exec(select(Chunk.video_id).join(ChunkVector, col(ChunkVector.chunk_id) == col(Chunk.id))
                               .where(col(Chunk.video_id).in_(videos), ChunkVector.embedder == embedder.name)).all())
-    missing = [int(v or 0) for v in videos if v not in embedded]
+    missing = [v for v in videos if v not in embedded]
     run = f"eval-retrieve-{uuid.uuid4().hex[:8]}"
-    for i, video_id in enumerate(missing):  # vectors this embedder lacks: made by the index, kept in the store
+    for i, video_id in enumerate(missing):
         if tick:
             tick("embedding chunks", i, len(missing))
         index_video(settings, engine, video_id, embedder.name, run, f"{socket.gethostname()}:{os.getpid()}")
-    with transaction(engine) as s:
-        segments = s.exec(select(Segment).where(col(Segment.video_id).in_(videos),
-                                                Segment.embedder == segment_embedder,
-                                                col(Segment.duplicate_of).is_(None))
-                          .order_by(col(Segment.id))).all()
-        vectors = s.exec(select(Chunk.video_id, Chunk.idx, ChunkVector.vector)
-                         .join(ChunkVector, col(ChunkVector.chunk_id) == col(Chunk.id))
-                         .where(col(Chunk.video_id).in_(videos), ChunkVector.embedder == embedder.name)
-                         .order_by(col(Chunk.video_id), col(Chunk.idx))).all()
-    row_of = {(int(v), int(i)): r for r, (v, i, _) in enumerate(vectors)}
-    matrix = decode_many([b for _, _, b in vectors], embedder.dim)
-    members = [[row_of[(g.video_id, i)] for i in range(g.first_chunk, g.last_chunk + 1) if (g.video_id, i) in row_of]
-               for g in segments]
-    width = max((len(m) for m in members), default=0) or 1
-    rows = np.full((len(segments), width), -1, dtype=np.int64)
-    for r, m in enumerate(members):
-        rows[r, : len(m)] = m
-    return DomainSegments(np.array([int(g.id or 0) for g in segments], dtype=np.int64), rows, matrix)
 
 
 def _questions(engine: Engine, settings: Settings, benchmark: str | None, all_items: bool) -> tuple[int, list[int]]:
@@ -157,9 +121,10 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
         first = next(iter(questions.values())).gold[0].segment_id
         seg = s.get(Segment, first)
         segment_embedder = seg.embedder if seg else settings.index.embedder
-    by_domain: dict[int, list[Question]] = defaultdict(list)
+    by_domain: dict[int, list[int]] = defaultdict(list)
     for q in questions.values():
-        by_domain[q.domain_id].append(q)
+        by_domain[q.domain_id].append(q.item_id)
+    order = [i for _, ids in sorted(by_domain.items()) for i in sorted(ids)]  # how rows are summed and listed
     run_settings = {"top_chunks": cfg.segment_top_chunks, "segments_of": segment_embedder,
                     "questions": "all accepted" if all_items else "benchmark",
                     "frames_per_chunk": settings.index.frames_per_chunk}  # SPEC R4 (paper Fig. 8)
@@ -169,42 +134,55 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
         s.add(run)
         s.flush()
         run_id = int(run.id or 0)
-    emb.embed_texts(["warm-up"])  # a model loads on first use: not part of any query's latency (R4)
-    rankings: list[Ranking] = []
-    failed: dict[int, str] = {}
-    seconds: list[float] = []
-    chunks = 0
-    done = 0
-    for domain_id, qs in sorted(by_domain.items()):
+    unreadable: dict[int, str] = {}  # questions of domains whose vectors could not be made
+    blocks: list[list[int]] = []
+    for domain_id, ids in sorted(by_domain.items()):
         try:
-            domain = _domain_segments(settings, engine, emb, domain_id, segment_embedder, tick)
+            _make_vectors(settings, engine, emb, domain_id, tick)
         except ConfigError:
             raise
         except QUESTION_FAILURES as exc:  # the domain cannot be ranked: each of its questions is an error
-            failed.update({q.item_id: f"domain segments: {_describe(exc)}" for q in qs})
-            done += len(qs)
+            unreadable.update({i: f"domain segments: {describe(exc)}" for i in sorted(ids)})
             continue
-        chunks += domain.matrix.shape[0]
-        for q in sorted(qs, key=lambda x: x.item_id):
-            try:
-                rankings.append(_rank(q, emb, domain, run_id, cfg.segment_top_chunks, cfg.retrieval_k, seconds))
-            except ConfigError:
-                raise
-            except QUESTION_FAILURES as exc:
-                failed[q.item_id] = _describe(exc)
-            done += 1
+        ids = sorted(ids)
+        blocks.extend(ids[i:i + BLOCK] for i in range(0, len(ids), BLOCK))
+    if unreadable:
+        with transaction(engine) as s:
+            s.add_all([RetrievalError(run_id=run_id, item_id=i, error=e) for i, e in unreadable.items()])
+    results: list[dict[str, Any]] = []
+    if blocks:
+        # one job per block (actors/tasks.py ``retrieve_questions``): this process's worker threads, or
+        # `playlisteval worker` processes with Redis
+        def progress(tally: jobs.Tally) -> None:
             if tick:
-                tick("ranking", done, len(questions))
+                tick("ranking", len(unreadable) + sum(int(r.get("questions", 0)) for r in tally.results),
+                     len(questions))
+
+        payload = {"embedder": emb.name, "dims": emb.dim, "segments_of": segment_embedder,
+                   "top": cfg.segment_top_chunks, "k": cfg.retrieval_k}
+        outcome = run_jobs(settings, "retrieve", run_id, [b[0] for b in blocks], payload,
+                           payloads={b[0]: {"items": b} for b in blocks}, progress=progress)
+        results = outcome.tally.results
+    return _finish(engine, emb, run_id, order, results, cfg.retrieval_k)
+
+
+def _finish(engine: Engine, emb: Embedder, run_id: int, order: list[int], results: list[dict[str, Any]],
+            k: int) -> RetrievalSummary:
+    """The run's figures from what its blocks stored, in (domain, item) order."""
+    chunks = sum({int(r["domain"]): int(r["chunks"]) for r in results if r.get("chunks")}.values())
+    timed = sum(int(r.get("timed", 0)) for r in results)
+    # a block's seconds (one embedding batch, one product) shared by its questions: the mean query latency
+    latency_ms = 1000 * sum(float(r.get("seconds", 0.0)) for r in results) / timed if timed else 0.0
     with transaction(engine) as s:
-        s.add_all(rankings)
-        s.add_all([RetrievalError(run_id=run_id, item_id=item_id, error=error) for item_id, error in failed.items()])
+        stored = {r.item_id: r for r in s.exec(select(Ranking).where(Ranking.run_id == run_id)).all()}
+        errors = {e.item_id: e.error for e in s.exec(select(RetrievalError).where(RetrievalError.run_id == run_id))}
         row = s.get(RetrievalRun, run_id)
         assert row is not None
         row.chunks, row.index_bytes = chunks, chunks * emb.dim * 4
-        row.latency_ms = 1000 * sum(seconds) / len(seconds) if seconds else 0.0
-        row.finished_at = now()
+        row.latency_ms, row.finished_at = latency_ms, now()
         s.add(row)
-    k = cfg.retrieval_k
+    rankings = [stored[i] for i in order if i in stored]
+    failed = {i: errors[i] for i in order if i in errors}
 
     def mean(values: list[float]) -> float | None:
         return float(np.mean(values)) if values else None
@@ -215,24 +193,6 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
         hit_any=mean([float(min(r.rank1, r.rank2) <= k) for r in rankings]),
         ndcg=mean([metrics.ndcg_from_ranks([r.rank1, r.rank2], k) for r in rankings]),
         mean_segments=mean([float(r.n_segments) for r in rankings]),
-        latency_ms=1000 * sum(seconds) / len(seconds) if seconds else 0.0, dims=emb.dim, chunks=chunks,
+        latency_ms=latency_ms, dims=emb.dim, chunks=chunks,
         errors=len(failed), error_messages=[m for m, _ in Counter(failed.values()).most_common()],
     )
-
-
-def _rank(q: Question, emb: Embedder, domain: DomainSegments, run_id: int, top: int, k: int,
-          seconds: list[float]) -> Ranking:
-    """One question's ranking of its domain's segments; a gold segment not among them is an error."""
-    started = time.perf_counter()
-    query = emb.embed_texts([q.text])[0]
-    order, scores = rank_segments(domain, query, top)
-    seconds.append(time.perf_counter() - started)
-    rank_of = {int(sid): r + 1 for r, sid in enumerate(order)}
-    g1, g2 = q.gold[0].segment_id, q.gold[1].segment_id
-    missing = [g for g in (g1, g2) if g not in rank_of]
-    if missing:
-        raise GoldMissing(f"gold segment(s) {', '.join(map(str, missing))} of item {q.item_id} are not among the "
-                          "domain's segments (marked duplicates or removed since the build)")
-    return Ranking(run_id=run_id, item_id=q.item_id, rank1=rank_of[g1], rank2=rank_of[g2], n_segments=len(order),
-                   segment1_id=g1, segment2_id=g2, score1=float(scores[rank_of[g1] - 1]),
-                   score2=float(scores[rank_of[g2] - 1]), top_segments=[int(x) for x in order[:k]])
