@@ -18,8 +18,6 @@ never a miss: it is stored in ``retrieval_error``, left out of every mean, and c
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -39,16 +37,14 @@ from playlisteval.eval import metrics
 from playlisteval.eval.corpus import load_questions
 from playlisteval.eval.ranking import (
     BLOCK,
-    QUESTION_FAILURES,
     DomainSegments,
     GoldMissing,
-    describe,
     domain_videos,
     rank_segments,
     rank_segments_many,
 )
 from playlisteval.index.embedders import Embedder, get_embedder
-from playlisteval.index.work import index_video
+from playlisteval.index.pipeline import index_videos
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import (
@@ -84,19 +80,32 @@ class RetrievalSummary:
     error_messages: list[str] = field(default_factory=list)
 
 
-def _make_vectors(settings: Settings, engine: Engine, embedder: Embedder, domain_id: int, tick: Tick | None) -> None:
-    """Vectors the evaluated embedder lacks in the domain: made by the index, kept in the store, before any
-    block is sent (the blocks only read them)."""
+def _lacking(engine: Engine, embedder: Embedder, domain_id: int) -> list[int]:
+    """The domain's indexed videos with no vector for the evaluated embedder."""
     videos = domain_videos(engine, domain_id)
     with transaction(engine) as s:
         embedded = set(s.exec(select(Chunk.video_id).join(ChunkVector, col(ChunkVector.chunk_id) == col(Chunk.id))
                               .where(col(Chunk.video_id).in_(videos), ChunkVector.embedder == embedder.name)).all())
-    missing = [v for v in videos if v not in embedded]
-    run = f"eval-retrieve-{uuid.uuid4().hex[:8]}"
-    for i, video_id in enumerate(missing):
-        if tick:
-            tick("embedding chunks", i, len(missing))
-        index_video(settings, engine, video_id, embedder.name, run, f"{socket.gethostname()}:{os.getpid()}")
+    return [v for v in videos if v not in embedded]
+
+
+def _make_vectors(settings: Settings, engine: Engine, embedder: Embedder, videos: list[int],
+                  tick: Tick | None) -> dict[int, str]:
+    """Vectors the evaluated embedder lacks: made by the index on the engine (the ``index_video`` actor: this
+    process's threads, or `playlisteval worker` processes with Redis) and kept in the store, before any block
+    is sent (the blocks only read them). The videos that still lack them, with why."""
+    def progress(stage: str, done: int, total: int) -> None:
+        if tick and stage == "chunks":
+            tick("embedding chunks", done, total)
+
+    found = index_videos(settings, engine, videos, embedder.name, f"eval-retrieve-{uuid.uuid4().hex[:8]}", progress)
+    out = {}
+    for video_id in videos:
+        outcome = found[video_id][1] if video_id in found else None
+        if outcome is None or outcome.status != "indexed":
+            out[video_id] = (f"video {video_id} has no {embedder.name} vectors: "
+                             + (f"{outcome.status}: {outcome.reason}" if outcome else "no worker indexed it in time"))
+    return out
 
 
 def _questions(engine: Engine, settings: Settings, benchmark: str | None, all_items: bool) -> tuple[int, list[int]]:
@@ -134,17 +143,17 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
         s.add(run)
         s.flush()
         run_id = int(run.id or 0)
+    lacking = {domain_id: _lacking(engine, emb, domain_id) for domain_id in sorted(by_domain)}
+    unmade = _make_vectors(settings, engine, emb, sorted(v for vs in lacking.values() for v in vs), tick) \
+        if any(lacking.values()) else {}
     unreadable: dict[int, str] = {}  # questions of domains whose vectors could not be made
     blocks: list[list[int]] = []
     for domain_id, ids in sorted(by_domain.items()):
-        try:
-            _make_vectors(settings, engine, emb, domain_id, tick)
-        except ConfigError:
-            raise
-        except QUESTION_FAILURES as exc:  # the domain cannot be ranked: each of its questions is an error
-            unreadable.update({i: f"domain segments: {describe(exc)}" for i in sorted(ids)})
-            continue
         ids = sorted(ids)
+        if why := [unmade[v] for v in lacking[domain_id] if v in unmade]:
+            # a segment without vectors would rank last: a miss made of an error; the domain cannot be ranked
+            unreadable.update({i: f"domain segments: {why[0]}" for i in ids})
+            continue
         blocks.extend(ids[i:i + BLOCK] for i in range(0, len(ids), BLOCK))
     if unreadable:
         with transaction(engine) as s:

@@ -42,7 +42,7 @@ from playlisteval.index.work import Outcome, read_outcome, settings_key
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
 
-__all__ = ["IndexReport", "Hit", "index_collection", "search", "pending_videos"]
+__all__ = ["IndexReport", "Hit", "index_collection", "index_videos", "search", "pending_videos"]
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str, int, int], None]
@@ -140,9 +140,11 @@ def _engine_dispatch() -> Dispatch:
     return index_videos
 
 
-def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder: str, run: str,
-              tick: Progress, dispatch: Dispatch) -> None:
-    """Send one message per video and wait until each has an outcome for ``run`` (or, with Redis, stalls)."""
+def index_videos(settings: Settings, engine: Engine, video_ids: list[int], embedder: str, run: str,
+                 tick: Progress, dispatch: Dispatch | None = None) -> dict[int, tuple[Video, Outcome]]:
+    """Have each video indexed (or re-embedded) under ``run`` by the engine's workers and wait until each has
+    an outcome for ``run`` (or, with Redis, no video finished for ``wait_stall_s``); the outcomes found."""
+    dispatch = dispatch or _engine_dispatch()
     cfg = settings.index
     redis = is_redis(settings.broker.url)
     total, expected = len(video_ids), _expected_chunks(engine, video_ids, cfg)
@@ -167,6 +169,7 @@ def _dispatch(settings: Settings, engine: Engine, video_ids: list[int], embedder
         dispatch(settings, engine, video_ids, embedder, run, check)
     finally:
         chunk_progress.forget(run)
+    return _outcomes(engine, video_ids, run)
 
 
 def _expected_chunks(engine: Engine, video_ids: list[int], cfg: IndexSettings) -> dict[int, int]:
@@ -237,8 +240,7 @@ def index_collection(settings: Settings, engine: Engine, progress: Progress | No
     tick("videos", 0, len(todo))
     if todo:
         run = uuid.uuid4().hex
-        _dispatch(settings, engine, todo, embedder.name, run, tick, dispatch or _engine_dispatch())
-        _collect(report, _outcomes(engine, todo, run), todo)
+        _collect(report, index_videos(settings, engine, todo, embedder.name, run, tick, dispatch), todo)
     tick("segments", 0, 1)
     report.segments, new_videos = build_segments(engine, settings.index, embedder.name)
     mark_duplicates(engine, settings.index, embedder.name, new_videos, report.segments)
