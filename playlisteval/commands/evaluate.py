@@ -260,7 +260,9 @@ def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None
                  as_json: bool) -> None:
     """Rank each question's domain segments by the mean of their 3 best chunk similarities (SPEC R1) and
     store the ranks of the two gold segments; prints Hit_both@k, Hit_any@k and nDCG@k (SPEC R2). A
-    question that cannot be ranked is an error, left out of the means and counted (exit status 3)."""
+    question that cannot be ranked is an error, left out of the means and counted (exit status 3).
+    Questions run in blocks of up to 64, each embedded as one batch: on worker threads here, or on
+    `playlisteval worker` processes with a Redis broker."""
     from playlisteval.analytics.rates import retrieval_run_intervals
     from playlisteval.eval.retrieval import run_retrieval
 
