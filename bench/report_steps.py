@@ -32,7 +32,9 @@ class Clock:
 
 
 def report(project: Path, out: Path) -> dict[str, Any]:
-    from playlisteval.analytics.report import build_sections, choose_benchmark, leaderboard_rows, render
+    """What `playlisteval report OUT --quiet` does: the analytics file synced, the sections (reused from
+    the last report when nothing changed, analytics/section_cache.py) and the page written."""
+    from playlisteval.analytics.report import choose_benchmark, leaderboard_rows, write_report
     from playlisteval.analytics.runner import Analytics
     from playlisteval.config import load_settings
     from playlisteval.store import open_store
@@ -43,15 +45,14 @@ def report(project: Path, out: Path) -> dict[str, Any]:
     an = Analytics(engine, settings)
     load = clock.lap()
     with an:
-        bench = choose_benchmark(an, None)
-        sections = build_sections(an, settings, bench)
-        page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None)
-        out.write_text(page, encoding="utf-8")
+        write_report(an, settings, out)
         total = clock.lap()
+        bench = choose_benchmark(an, None)  # the figures checked against pandas: outside the clock
         board = [[r["judge"], ev, r[ev]] for r in leaderboard_rows(an, bench) for ev in ("retrieved", "uniform")
                  if r[ev] is not None]
         spend = an.rows("SELECT model, spend FROM cost_by_model WHERE model <> 'All'")
     actions = an.sync.actions if an.sync else {}
+    page = out.read_text(encoding="utf-8")
     return {"s": total["s"], "cpu_s": total["cpu_s"], "load_s": load["s"], "render_s": round(total["s"] - load["s"], 3),
             "judgment": actions.get("judgment", "python loader"), "model_call": actions.get("model_call", ""),
             "board": board, "spend": {r["model"]: r["spend"] for r in spend}, "html_kb": round(len(page) / 1024, 1)}

@@ -30,16 +30,23 @@ couples AS (
         AND r.variant_hash <> ''
     WHERE NOT f.swapped AND r.swapped
 ),
+-- each couple's forward judgments first, then the reversed ones joined on their run and the pair: left
+-- to itself DuckDB joined the two runs' judgments on the pair alone (analytics/rates.py, JOINS)
+forward AS MATERIALIZED (
+    SELECT c.*, fwd.benchmark AS benchmark_name, fwd.pair_id, fwd.score, fwd.verdict
+    FROM couples AS c
+    JOIN judgment_facts AS fwd ON fwd.run_id = c.forward_run
+),
 both_runs AS (
     SELECT
-        c.benchmark_id,
-        fwd.benchmark,
-        c.judge,
-        c.evidence,
-        c.scope,
-        c.forward_run,
-        c.reversed_run,
-        c.status,
+        fwd.benchmark_id,
+        fwd.benchmark_name AS benchmark,
+        fwd.judge,
+        fwd.evidence,
+        fwd.scope,
+        fwd.forward_run,
+        fwd.reversed_run,
+        fwd.status,
         count(*) AS n,
         avg(fwd.score) AS accuracy_forward,
         avg(rev.score) AS accuracy_reversed,
@@ -49,9 +56,8 @@ both_runs AS (
             AS letter_agreement,
         avg(CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END) AS solved_both,
         avg(CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END) AS wrong_both
-    FROM couples AS c
-    JOIN judgment_facts AS fwd ON fwd.run_id = c.forward_run
-    JOIN judgment_facts AS rev ON rev.run_id = c.reversed_run AND rev.pair_id = fwd.pair_id
+    FROM forward AS fwd
+    JOIN judgment_facts AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id
     GROUP BY ALL
 )
 SELECT b.*, b.letter_agreement < p.consistent_letter_agreement AS consistent

@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
-from playlisteval.analytics import rate_sections
+from playlisteval.analytics import rate_sections, section_cache
 from playlisteval.analytics.rates import Bootstrap, is_simulated
 from playlisteval.analytics.runner import Analytics, AnalyticsError
 from playlisteval.analytics.tabular import Col, Section, display, fmt, generic
@@ -187,12 +187,14 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
     funnel = _funnel(an)
     if funnel is not None:
         sections.append(funnel)
-    for make_extra in extra:
-        added = make_extra(settings)
-        if added is not None:
-            sections.append(added)
     sections.append(_hardest(an, bench, settings.analytics.report_examples))
-    return sections
+    return _with_extra(sections, settings, extra)
+
+
+def _with_extra(sections: list[Section], settings: Settings, extra: Sequence[ExtraSection]) -> list[Section]:
+    """The sections with the ``extra`` ones (made now, never cached) after the funnel, before the hardest pairs."""
+    added = [section for make_extra in extra if (section := make_extra(settings)) is not None]
+    return [*sections[:-1], *added, *sections[-1:]]
 
 
 def render(sections: list[Section], *, title: str, benchmark: str | None, simulated: str = "",
@@ -215,11 +217,22 @@ def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | 
                  progress: Callable[[str, int, int], None] | None = None,
                  extra: Sequence[ExtraSection] = ()) -> list[Section]:
     """``progress(task, done, total)`` is called as each section is computed (the CLI's bar); ``extra``
-    sections (the human study) come after the funnel."""
-    bench = choose_benchmark(an, benchmark)
-    sections = build_sections(an, settings, bench, progress, extra)
-    page = render(sections, title=settings.project.name, benchmark=bench["name"] if bench else None,
-                  simulated=simulated_banner(an), intervals=Bootstrap.of(settings).label)
+    sections (the human study) come after the funnel. The sections computed from the analytics file are
+    reused when nothing they depend on changed since the last report (section_cache)."""
+    cache_key = section_cache.key(an, settings, benchmark) if an.file is not None else None
+    kept = section_cache.load(an, cache_key) if cache_key else None
+    if kept is not None:
+        if progress:
+            progress("report sections", 1, 1)
+    else:
+        bench = choose_benchmark(an, benchmark)
+        kept = section_cache.Kept(bench["name"] if bench else None, simulated_banner(an),
+                                  build_sections(an, settings, bench, progress))
+        if cache_key:
+            section_cache.save(an, cache_key, kept)
+    sections = _with_extra(kept.sections, settings, extra)
+    page = render(sections, title=settings.project.name, benchmark=kept.benchmark, simulated=kept.simulated,
+                  intervals=Bootstrap.of(settings).label)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return sections
