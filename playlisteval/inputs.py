@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
@@ -86,19 +87,19 @@ def _transcript(s: Any, video_id: int, start: float, end: float, report: str | N
 
 def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
     with read(engine) as s:
-        item = s.get(Item, item_id)
-        if item is None:
+        seed = s.exec(select(col(Seed.segment1_id), col(Seed.segment2_id))
+                      .join(Item, col(Item.seed_id) == col(Seed.id)).where(col(Item.id) == item_id)).first()
+        if seed is None:
             raise LookupError(f"item {item_id} does not exist")
-        seed = s.get(Seed, item.seed_id)
-        assert seed is not None
+        rows = {int(r[0]): r for r in s.execute(  # SQLModel's select takes at most 4 columns
+            sa_select(col(Segment.id), col(Segment.start), col(Segment.end), col(Video.id), col(Video.playlist_id),
+                   col(Video.path), col(Video.index_report))
+            .join(Video, col(Video.id) == col(Segment.video_id)).where(col(Segment.id).in_(tuple(seed)))).all()}
         clips = []
-        for number, segment_id in ((1, seed.segment1_id), (2, seed.segment2_id)):
-            seg = s.get(Segment, segment_id)
-            assert seg is not None
-            video = s.get(Video, seg.video_id)
-            assert video is not None
-            clips.append(Clip(number, segment_id, video.id or 0, video.playlist_id, video.path, seg.start,
-                              seg.end, _transcript(s, video.id or 0, seg.start, seg.end, video.index_report)))
+        for number, segment_id in ((1, seed[0]), (2, seed[1])):
+            _, start, end, video_id, playlist_id, path, report = rows[int(segment_id)]
+            clips.append(Clip(number, segment_id, int(video_id or 0), playlist_id, path, start, end,
+                              _transcript(s, int(video_id or 0), start, end, report)))
         return clips[0], clips[1]
 
 

@@ -27,20 +27,20 @@ from typing import Any
 
 import structlog
 from pydantic import ValidationError
-from sqlalchemy import func, text, update
+from sqlalchemy import func, text
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, InfrastructureError, PermanentModelError, TransientModelError
-from playlisteval.models import pricing
+from playlisteval.models import ledger, pricing
 from playlisteval.models.ratelimit import RateLimits
 from playlisteval.models.registry import Registry, split_spec
 from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply, TextPart, Usage, VideoPart
 from playlisteval.prompts.schemas import SCHEMAS
 from playlisteval.store import spend_totals, transaction
 from playlisteval.store.engine import read
-from playlisteval.store.tables import KeyValue, ModelCall, ModelPrompt, ResponseCache, now
+from playlisteval.store.tables import ModelCall, ResponseCache, now
 
 log = structlog.get_logger(__name__)
 
@@ -305,19 +305,16 @@ class Runner:
     def _hit_in(self, s: Any, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
         """The cached answer to ``key`` with its ledger row (0 USD) added, or None (in the caller's
         transaction)."""
-        hit = s.get(ResponseCache, key)
+        hit = ledger.cached_response(s, key)
         if hit is None:
             return None
         provider, model = split_spec(spec)
-        row = ModelCall(
-            request_hash=key, role=request.role, provider=provider, model=model,
-            item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="cached",
-            cache_hit=True, worker=self.worker, finished_at=now(),
-        )
-        s.add(row)
-        s.flush()
-        response = ModelResponse.model_validate(hit.response)
-        response.cached, response.call_id, response.usd = True, row.id, 0.0
+        call_id = ledger.add_call(
+            s, request_hash=key, role=request.role, provider=provider, model=model, item_id=request.item_id,
+            run_id=request.run_id, purpose=request.purpose, status="cached", cache_hit=True, worker=self.worker,
+            finished_at=now())
+        response = ModelResponse.model_validate(hit)
+        response.cached, response.call_id, response.usd = True, call_id, 0.0
         log.debug("model.cache_hit", role=request.role, spec=spec)
         return response
 
@@ -325,7 +322,7 @@ class Runner:
         """A ledger row for one try, within the budget; None if the answer was cached since we looked (a
         step taken over from a worker that was judged dead but finished its call: not asked twice)."""
         with transaction(self.engine) as s:
-            if recheck and s.get(ResponseCache, key) is not None:
+            if recheck and ledger.is_cached(s, key):
                 return None
             return self._reserve_in(s, key, spec, request, estimate)
 
@@ -342,29 +339,19 @@ class Runner:
             spent = _spent(s, request.purpose, exclude_hash=key)
             if spent + estimate > budget:
                 raise BudgetExceeded(spent, estimate, budget)
-        # an in-flight row for this very request belongs to a worker that died mid-call
-        s.execute(
-            update(ModelCall)
-            .where(col(ModelCall.request_hash) == key, col(ModelCall.status) == "in_flight")
-            .values(status="interrupted", finished_at=now())
-        )
-        row = ModelCall(
-            request_hash=key, role=request.role, provider=provider, model=model,
-            item_id=request.item_id, run_id=request.run_id, purpose=request.purpose, status="in_flight",
-            estimated_usd=estimate, worker=self.worker,
-        )
-        s.add(row)
-        if s.get(ModelPrompt, key) is None:  # what was asked, kept once per request for `show ITEM`
-            s.add(ModelPrompt(request_hash=key, role=request.role, text=prompt_text(request)))
-        s.flush()
-        assert row.id is not None
-        return row.id
+        ledger.mark_interrupted(s, key)  # an in-flight row of this request: its worker died mid-call
+        call_id = ledger.add_call(
+            s, request_hash=key, role=request.role, provider=provider, model=model, item_id=request.item_id,
+            run_id=request.run_id, purpose=request.purpose, status="in_flight", estimated_usd=estimate,
+            worker=self.worker)
+        ledger.keep_prompt(s, key, request.role, prompt_text(request))  # once per request, for `show ITEM`
+        return call_id
 
     def _finish(
         self, call_id: int, status: str, usage: Usage, cost: float, started: float, error: str | None = None
     ) -> None:
         with transaction(self.engine) as s:
-            _finish_in(s, call_id, status, usage, cost, started, error)
+            ledger.finish(s, call_id, status, usage, cost, started, error)
 
     @staticmethod  # models/batch.py parses a batched reply with it: a problem's words become the repair note
     def _parse(reply: ProviderReply, schema: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -387,13 +374,11 @@ class Runner:
         )
         provider, model = split_spec(spec)
         with transaction(self.engine) as s:
-            if finish is not None:  # the ledger row closes with the cache row: a kill between the two would
-                _finish_in(s, call_id, *finish)  # leave an answer paid for and not cached, and paid again
-            if s.get(ResponseCache, key) is None:
-                s.add(ResponseCache(request_hash=key, provider=provider, model=model,
-                                    response=response.model_dump(exclude={"call_id", "cached", "usd"})))
-            row = s.get(ModelCall, call_id)
-            response.usd = row.usd if row else 0.0
+            # the ledger row closes with the cache row: a kill between the two would leave an answer paid for
+            # and not cached, and paid again
+            usd = ledger.finish(s, call_id, *finish) if finish is not None else ledger.usd_of(s, call_id)
+            ledger.keep_response(s, key, provider, model, response.model_dump(exclude={"call_id", "cached", "usd"}))
+            response.usd = float(usd) if usd is not None else 0.0
         return response
 
     def _backoff(self, tries: int, retry_after: float | None) -> float:
@@ -424,8 +409,8 @@ def budget_usd(session: Any, settings: Settings, purpose: str = "build") -> floa
     budget_usd, which their --budget sets; the human study's: [human] budget_usd. Anything else (index) has
     none."""
     if purpose == "build":
-        row = session.get(KeyValue, BUDGET_KEY)
-        return float(row.value) if row is not None else float(settings.build.budget_usd)
+        value = ledger.kv(session, BUDGET_KEY)
+        return float(value) if value is not None else float(settings.build.budget_usd)
     if purpose == "select":
         return float(settings.select.budget_usd)
     if purpose == "eval":
@@ -449,24 +434,3 @@ def _tries_in(s: Any, key: str) -> set[str]:
     rows = s.exec(select(ResponseCache.request_hash).where(
         col(ResponseCache.request_hash) > f"{key}:try", col(ResponseCache.request_hash) < f"{key}:tryz")).all()
     return {str(r) for r in rows}
-
-
-def _finish_in(s: Any, call_id: int, status: str, usage: Usage, cost: float, started: float,
-               error: str | None = None) -> None:
-    """Close a ledger row with what the try cost (in the caller's transaction)."""
-    row = s.get(ModelCall, call_id)
-    if row is None:
-        return
-    if row.status == "interrupted":
-        # another worker took the step over and marked this call cut short: it stays marked, with
-        # what it cost (the call was paid twice, and the ledger says so)
-        status, error = "interrupted", f"finished after it was marked interrupted ({status})" + (
-            f": {error}" if error else "")
-        row.estimated_usd = cost
-    row.status, row.usd, row.error = status, cost, error
-    row.input_tokens, row.output_tokens = usage.input_tokens, usage.output_tokens
-    row.thinking_tokens, row.gpu_seconds = usage.thinking_tokens, usage.gpu_seconds
-    row.cached_input_tokens = usage.cached_input_tokens
-    row.latency_s = time.monotonic() - started
-    row.finished_at = now()
-    s.add(row)

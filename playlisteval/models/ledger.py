@@ -1,0 +1,127 @@
+"""The runner's ledger and cache statements, as SQL statements rather than ORM objects (issue 13).
+
+Every model call writes a ledger row, looks up and fills the response cache and keeps its prompt; through
+the ORM each of those cost a unit-of-work flush or an identity-map get (~0.5 ms of CPU apiece, a third of
+a step's CPU with a zero-latency model). The same rows and the same guarantees, one statement each, in
+the caller's transaction (the runner's two per call: look-up + reservation, close + cache).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import Table, bindparam, case, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from playlisteval.models.request import Usage
+from playlisteval.store.tables import KeyValue, ModelCall, ModelPrompt, ResponseCache, now
+
+#: a ledger row's columns with the defaults the ORM model would give them (no SQL defaults exist)
+_LEDGER_DEFAULTS: dict[str, Any] = {
+    name: field.default for name, field in ModelCall.model_fields.items()
+    if name not in ("id", "created_at") and field.default_factory is None and repr(field.default) != "PydanticUndefined"
+}
+# the statements, built once on the tables themselves (no ORM unit of work); values travel as parameters
+_CALL: Table = ModelCall.__table__  # type: ignore[attr-defined]
+_CACHE: Table = ResponseCache.__table__  # type: ignore[attr-defined]
+_PROMPT: Table = ModelPrompt.__table__  # type: ignore[attr-defined]
+_KV: Table = KeyValue.__table__  # type: ignore[attr-defined]
+_ADD_CALL = insert(_CALL).returning(_CALL.c.id)
+_CACHED = select(_CACHE.c.response).where(_CACHE.c.request_hash == bindparam("key"))
+_IS_CACHED = select(_CACHE.c.request_hash).where(_CACHE.c.request_hash == bindparam("key"))
+_KV_VALUE = select(_KV.c.value).where(_KV.c.key == bindparam("key"))
+_USD = select(_CALL.c.usd).where(_CALL.c.id == bindparam("call_id"))
+_INTERRUPT = update(_CALL).where(_CALL.c.request_hash == bindparam("key"), _CALL.c.status == "in_flight") \
+    .values(status="interrupted", finished_at=bindparam("at"))
+_WAS_CUT = _CALL.c.status == "interrupted"
+_FINISH = update(_CALL).where(_CALL.c.id == bindparam("call_id")).values(
+    status=case((_WAS_CUT, "interrupted"), else_=bindparam("new_status")),
+    error=case((_WAS_CUT, bindparam("late_error")), else_=bindparam("new_error")),
+    estimated_usd=case((_WAS_CUT, bindparam("cost")), else_=_CALL.c.estimated_usd),
+    usd=bindparam("cost"), input_tokens=bindparam("input_tokens"), output_tokens=bindparam("output_tokens"),
+    thinking_tokens=bindparam("thinking_tokens"), gpu_seconds=bindparam("gpu_seconds"),
+    cached_input_tokens=bindparam("cached_input_tokens"), latency_s=bindparam("latency"),
+    finished_at=bindparam("at"),
+).returning(_CALL.c.usd)
+_INSERT_NEW: dict[tuple[str, str], Any] = {}
+
+
+def _conn(s: Any) -> Connection:
+    """The session's connection, inside its transaction."""
+    return s.connection() if hasattr(s, "connection") else s
+
+
+def add_call(s: Any, **values: Any) -> int:
+    """Insert a ledger row (``ModelCall``'s defaults for what is not given); its id."""
+    return int(_conn(s).execute(_ADD_CALL, {**_LEDGER_DEFAULTS, "created_at": now(), **values}).scalar_one())
+
+
+def cached_response(s: Any, key: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = _conn(s).execute(_CACHED, {"key": key}).scalar()
+    return found
+
+
+def is_cached(s: Any, key: str) -> bool:
+    return _conn(s).execute(_IS_CACHED, {"key": key}).first() is not None
+
+
+def kv(s: Any, key: str) -> str | None:
+    value = _conn(s).execute(_KV_VALUE, {"key": key}).scalar()
+    return None if value is None else str(value)
+
+
+def _insert_new(s: Any, table: Table, values: dict[str, Any]) -> None:
+    """INSERT … ON CONFLICT DO NOTHING on the primary key: a row another worker wrote first is kept."""
+    conn = _conn(s)
+    dialect = conn.dialect.name
+    stmt = _INSERT_NEW.get((dialect, table.name))
+    if stmt is None:
+        key = [c.name for c in table.primary_key.columns]
+        if dialect == "postgresql":
+            stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=key)
+        elif dialect == "sqlite":
+            stmt = sqlite.insert(table).on_conflict_do_nothing(index_elements=key)
+        else:  # another database: look, then insert
+            column = table.c[key[0]]
+            if conn.execute(select(column).where(column == values[key[0]])).first() is None:
+                conn.execute(insert(table), values)
+            return
+        _INSERT_NEW[(dialect, table.name)] = stmt
+    conn.execute(stmt, values)
+
+
+def keep_prompt(s: Any, key: str, role: str, text: str) -> None:
+    """What was asked, kept once per request hash (`show ITEM`)."""
+    _insert_new(s, _PROMPT, {"request_hash": key, "role": role, "text": text, "created_at": now()})
+
+
+def keep_response(s: Any, key: str, provider: str, model: str, response: dict[str, Any]) -> None:
+    _insert_new(s, _CACHE, {"request_hash": key, "provider": provider, "model": model, "response": response,
+                            "created_at": now()})
+
+
+def mark_interrupted(s: Any, key: str) -> None:
+    """An in-flight row of this very request belongs to a worker that died mid-call."""
+    _conn(s).execute(_INTERRUPT, {"key": key, "at": now()})
+
+
+def usd_of(s: Any, call_id: int) -> float | None:
+    value = _conn(s).execute(_USD, {"call_id": call_id}).scalar()
+    return None if value is None else float(value)
+
+
+def finish(s: Any, call_id: int, status: str, usage: Usage, cost: float, started: float,
+           error: str | None = None) -> float | None:
+    """Close a ledger row with what the try cost; the row's USD (None: the row is gone). A row another
+    worker marked interrupted (it took the step over) stays marked, with what the call cost: the call was
+    paid twice, and the ledger says so."""
+    late = f"finished after it was marked interrupted ({status})" + (f": {error}" if error else "")
+    row = _conn(s).execute(_FINISH, {
+        "call_id": call_id, "new_status": status, "new_error": error, "late_error": late, "cost": cost,
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "thinking_tokens": usage.thinking_tokens, "gpu_seconds": usage.gpu_seconds,
+        "cached_input_tokens": usage.cached_input_tokens, "latency": time.monotonic() - started, "at": now(),
+    }).first()
+    return None if row is None else float(row[0])
