@@ -17,7 +17,7 @@ from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
 from playlisteval.broker import queued_ids
 from playlisteval.models.runner import PAUSED_KEY
 from playlisteval.state import State
-from playlisteval.store import items, transaction
+from playlisteval.store import items, outbox, transaction
 from playlisteval.store.tables import KeyValue
 
 log = structlog.get_logger(__name__)
@@ -78,18 +78,40 @@ def sweep_once(app: App) -> int:
     live = queued_ids(app.broker, BUILD_QUEUE, app.settings.broker.sweep_grace_s)
     items.reclaim_dead(app.engine, app.leases.stale_s)  # dead or silent holders: their leases end now
     freed = items.take_back_expired(app.engine)
-    sent = {i for i, _ in freed}
+    if _build_paused(app):
+        # a budget pause: a message would only meet the budget again (claim, refuse, release, every grace
+        # period); `resume --budget` lifts the pause and sends every item back
+        if freed:
+            log.info("worker.sweep", freed=[i for i, _ in freed], paused=True)
+        return _sweep_jobs(app)
+    # messages committed and never sent (store/outbox.py), then, as a safety net for messages the broker
+    # lost after taking them (an empty restart), working items with no lease and no message
+    from_outbox = _send_outbox(app, live)
+    sent = from_outbox | {i for i, _ in freed}
     lost: list[tuple[int, State]] = []
     if live is not None:
         lost = [(i, st) for i, st in items.stranded(app.engine, app.settings.broker.sweep_grace_s)
                 if i not in live and i not in sent]
     if freed or lost:
         log.info("worker.sweep", freed=[i for i, _ in freed], lost=[i for i, _ in lost])
-    if _build_paused(app):
-        # a budget pause: a message would only meet the budget again (claim, refuse, release, every grace
-        # period); `resume --budget` lifts the pause and sends every item back
-        return _sweep_jobs(app)
-    return enqueue_all(app, freed + lost) + _sweep_jobs(app)
+    return len(from_outbox) + enqueue_all(app, freed + lost) + _sweep_jobs(app)
+
+
+def _send_outbox(app: App, live: set[int] | None) -> set[int]:
+    """Send the messages still in the outbox a grace period after their commit (the worker that committed
+    could not send them); each is taken by one sweeper, sent, and crossed off. One the broker holds
+    already (sent, not crossed off) is only crossed off."""
+    sent: set[int] = set()
+    for item_id, state, written_at in outbox.due(app.engine, app.settings.broker.sweep_grace_s):
+        if not outbox.take(app.engine, item_id, written_at):
+            continue  # another sweeper has it, or a newer commit replaced it
+        if live is None or item_id not in live:
+            app.enqueue(item_id, state)  # a broker error ends the sweep: the row is due again after the grace
+            sent.add(item_id)
+        outbox.sent(app.engine, item_id, state)
+    if sent:
+        log.info("worker.sweep_outbox", sent=sorted(sent))
+    return sent
 
 
 def _build_paused(app: App) -> bool:

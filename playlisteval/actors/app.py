@@ -53,10 +53,11 @@ class App:
         self.actors: dict[State, dramatiq.Actor[[int], None]] = dict(tasks.STEPS)
         _current = self
 
-    def enqueue(self, item_id: int, state: State) -> None:
+    def enqueue(self, item_id: int, state: State, *, delay_ms: int | None = None) -> None:
+        """Send the item's step for ``state`` (after ``delay_ms``: a checker fault's backoff)."""
         actor = self.actors.get(state)
         if actor is not None:
-            actor.send(item_id)
+            actor.send_with_options(args=(item_id,), delay=delay_ms)
 
 
 __all__ = ["App", "BUILD_QUEUE", "STEP_NAMES", "current_app"]

@@ -1,8 +1,20 @@
-"""One step of one item: claim (lease) → stage → commit outputs + transition → enqueue the next step.
+"""One step of one item: stage → commit outputs + transition → send the next step's message.
 
-A checker fault (a gate's model gave no usable reply) moves nothing: it is recorded, the lease is given
-back and the message is retried with the actor's backoff; after ``FAULTS_PER_STEP`` faults in a row the
-item fails with the fault as its error, for `retry-failed` (issue 9).
+The claim before it, the lease heartbeat during it, the poison limit and the budget pause are the step
+middleware's (actors/middleware.py); what is left here is what the step decides:
+
+- a stage's outcome is committed; the commit writes the next message to the outbox in its transaction
+  (store/outbox.py), and the message is sent after it and crossed off — if the send fails, a sweeper
+  sends it from the outbox, so a commit never strands its item;
+- Redis or the store failing under the step is an infrastructure error: raised, the middleware gives the
+  item back, and dramatiq's Retries retries the message (the actors retry nothing else: ``retry_when``);
+- a model call that still fails with a transient error after the runner's own attempts (``[runner]
+  max_attempts`` with backoff: the one retry layer for model calls) fails the item with the error kept,
+  shown by `status`, and `retry-failed` resumes it — fail closed, not a silent loop behind the broker;
+- a checker fault (a gate's model gave no usable reply) moves nothing: it is recorded, the item is given
+  back and its step is sent again after a backoff; after ``FAULTS_PER_STEP`` faults in a row the item
+  fails with the fault as its error, for `retry-failed` (issue 9);
+- any other error fails the item with the error kept.
 """
 
 from __future__ import annotations
@@ -10,17 +22,15 @@ from __future__ import annotations
 import structlog
 
 from playlisteval.actors.app import App
+from playlisteval.actors.middleware import Turn, release_quietly, run_inline
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError, as_infrastructure
 from playlisteval.models.batch import Deferred
-from playlisteval.models.runner import PAUSED_KEY
 from playlisteval.stages import STAGES, StepContext, faults
 from playlisteval.state import WORKING, Event, Limits, State
-from playlisteval.store import items, transaction
-from playlisteval.store.tables import KeyValue
+from playlisteval.store import items, outbox
 
 log = structlog.get_logger(__name__)
-
 
 def limits_for(settings: Settings) -> Limits:
     b = settings.build
@@ -28,84 +38,109 @@ def limits_for(settings: Settings) -> Limits:
 
 
 def run_step(app: App, state: State, item_id: int) -> State | None:
-    """Do the item's step if it is still in ``state``; return the state it moved to (None: nothing done)."""
-    claim = items.claim(app.engine, item_id, state, app.worker_id, app.settings.broker.lease_s)
-    if claim is None:
-        log.debug("step.skipped", item=item_id, state=state.value, why="moved on or leased")
-        return None
+    """Do the item's step if it is still in ``state``, in this thread, through the step middleware as a
+    worker would (tests, tools); return the state it moved to (None: nothing done)."""
+    return run_inline(app, state, item_id, take_step)
+
+
+def take_step(turn: Turn) -> State | None:
+    """The step of a claimed item (``turn.claim``): the actors' body, between the middleware's hooks."""
+    app, state, item_id, claim = turn.app, turn.state, turn.item_id, turn.claim
+    assert claim is not None
     limits = limits_for(app.settings)
-    if claim.claims > app.settings.broker.max_claims:
-        # claimed again and again without a commit: it keeps killing its worker (SIGKILL, OOM)
-        reason = f"poison: claimed {claim.claims} times without finishing its {state.value} step"
-        log.error("step.poison", item=item_id, state=state.value, claims=claim.claims)
-        return items.commit(app.engine, claim, Event.ERROR, limits, error=reason)
     ctx = StepContext(app.settings, app.engine, app.runner, item_id, claim.progress)
     try:
-        with app.leases.hold(claim):  # renewed while the stage runs: a short lease, never outlived
-            result = STAGES[state](ctx)
+        result = STAGES[state](ctx)
     except BudgetExceeded as exc:
-        items.release(app.engine, claim)
-        with transaction(app.engine) as s:
-            s.merge(KeyValue(key=PAUSED_KEY, value=str(exc)))
-        log.warning("build.paused", item=item_id, reason=str(exc))
+        turn.paused = exc  # BudgetPause gives the item back and pauses the build
         return None
-    except TransientModelError:
-        items.release(app.engine, claim)
-        raise  # dramatiq retries the message with backoff; `resume` covers what it gives up on
     except CheckerFault as fault:
-        return _checker_fault(app, claim, state, limits, fault)
+        return _checker_fault(turn, limits, fault)
     except Deferred:  # a request of a batched role waits for its batch (issue 15): the item waits, unmoved
-        items.release(app.engine, claim)
         log.debug("step.deferred", item=item_id, state=state.value)
-        return None
-    except Exception as exc:  # permanent: the item fails with the error kept; retry-failed resumes it
+        return None  # StepClaim gives it back
+    except Exception as exc:
         infra = as_infrastructure(exc)
-        if infra is not None:  # Redis or the store, not the item: give it back, dramatiq retries the step
-            _release_quietly(app, claim)
+        if infra is not None:  # Redis or the store, not the item: given back, dramatiq retries the message
             log.warning("step.infrastructure", item=item_id, state=state.value, error=str(infra))
             raise infra from exc
-        log.error("step.failed", item=item_id, state=state.value, error=f"{type(exc).__name__}: {exc}")
-        return items.commit(app.engine, claim, Event.ERROR, limits, error=f"{type(exc).__name__}: {exc}")
-    moved = items.commit(app.engine, claim, result.event, limits, result.write)
+        error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, TransientModelError):  # the runner's attempts are spent: fail closed
+            error += (f" (after {app.settings.runner.max_attempts} attempts;"
+                      " `playlisteval retry-failed` tries again)")
+        log.error("step.failed", item=item_id, state=state.value, error=error)
+        return _commit(turn, Event.ERROR, limits, error=error)
+    return _commit(turn, result.event, limits, result.write, reason=result.reason)
+
+
+def _commit(turn: Turn, event: Event, limits: Limits, write: items.Writer | None = None, *,
+            error: str | None = None, reason: str = "") -> State | None:
+    """Commit the step (its next message into the outbox with it), then send that message."""
+    assert turn.claim is not None
+    moved = items.commit(turn.app.engine, turn.claim, event, limits, write, error=error)
+    turn.settled = True
     if moved is None:
-        log.warning("step.lease_lost", item=item_id, state=state.value)
+        log.warning("step.lease_lost", item=turn.item_id, state=turn.state.value)
         return None
-    log.info("step.done", item=item_id, step=state.value, outcome=result.event.value, to=moved.value,
-             reason=result.reason[:120])
+    log.info("step.done", item=turn.item_id, step=turn.state.value, outcome=event.value, to=moved.value,
+             reason=reason[:120])
     if moved in WORKING:
-        try:
-            app.enqueue(item_id, moved)
-        except Exception as exc:
-            if as_infrastructure(exc) is None:
-                raise
-            # committed, but the broker is down: a worker's sweeper sends the message once it is back
-            log.warning("step.enqueue_failed", item=item_id, state=moved.value, error=str(exc))
+        send_next(turn.app, turn.item_id, moved)
     return moved
 
 
-def _release_quietly(app: App, claim: items.Claim) -> None:
+def send_next(app: App, item_id: int, state: State) -> None:
+    """Send the message a commit left in the outbox, and cross it off. A send that fails leaves the row:
+    a sweeper sends it after ``[broker] sweep_grace_s``."""
     try:
-        items.release(app.engine, claim)
-    except Exception as exc:  # the store itself failed: the lease lapses (no heartbeat) and is swept
-        log.warning("step.release_failed", item=claim.item_id, error=f"{type(exc).__name__}: {exc}")
+        app.enqueue(item_id, state)
+    except Exception as exc:
+        if as_infrastructure(exc) is None:
+            raise
+        log.warning("step.enqueue_failed", item=item_id, state=state.value, error=str(exc), outbox=True)
+        return
+    try:
+        outbox.sent(app.engine, item_id, state)
+    except Exception as exc:  # sent, not crossed off: a sweeper sends it again — harmless (claim by CAS)
+        if as_infrastructure(exc) is None:
+            raise
+        log.warning("step.outbox_failed", item=item_id, state=state.value, error=str(exc))
+
+
+def fault_backoff_ms(app: App, state: State, faults_in_a_row: int) -> int:
+    """How long a faulted step waits to be sent again: the actor's own backoff (``min_backoff``, 2 s),
+    doubled for each fault in a row, at most its ``max_backoff``."""
+    options = app.actors[state].options
+    first, most = int(options.get("min_backoff", 2_000)), int(options.get("max_backoff", 120_000))
+    return min(most, first * 2 ** (faults_in_a_row - 1))
 
 
 #: The phase (and the progress counter holding its current attempt) of each checking state.
 _CHECKING = {State.QA_GENERATED: 1, State.DEGRADED: 2}
 
 
-def _checker_fault(app: App, claim: items.Claim, state: State, limits: Limits, fault: CheckerFault) -> State | None:
-    """Record the fault; fail the item once the step has had too many, else release it and re-raise so
-    the broker delivers the step again after its backoff."""
+def _checker_fault(turn: Turn, limits: Limits, fault: CheckerFault) -> State | None:
+    """Record the fault; fail the item once the step has had too many, else give it back and send the
+    step again after a backoff (a message of its own, not dramatiq's retry of a failed one)."""
+    app, claim, state = turn.app, turn.claim, turn.state
+    assert claim is not None
     phase = fault.phase or _CHECKING.get(state, 0)
     attempt = fault.attempt or (claim.progress.phase1_attempts if phase == 1 else claim.progress.phase2_attempts)
     n = faults.record(app.engine, claim.item_id, claim.token, fault, phase, attempt)
     if n is None:
+        turn.settled = True  # someone else holds the item: nothing of ours to give back
         log.warning("step.lease_lost", item=claim.item_id, state=state.value)
         return None
     log.warning("step.checker_fault", item=claim.item_id, state=state.value, gate=fault.gate, role=fault.role,
                 faults=n, reason=fault.reason[:200])
     if n >= faults.FAULTS_PER_STEP:
-        return items.commit(app.engine, claim, Event.ERROR, limits, error=faults.failure_message(fault, n))
-    items.release(app.engine, claim)
-    raise fault
+        return _commit(turn, Event.ERROR, limits, error=faults.failure_message(fault, n))
+    release_quietly(turn)
+    delay_ms = fault_backoff_ms(app, state, n)
+    try:
+        app.enqueue(claim.item_id, state, delay_ms=delay_ms)
+    except Exception as exc:  # the broker is down: the item has no lease and no message, a sweeper sends it
+        if as_infrastructure(exc) is None:
+            raise
+        log.warning("step.enqueue_failed", item=claim.item_id, state=state.value, error=str(exc))
+    return None

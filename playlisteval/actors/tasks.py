@@ -4,7 +4,8 @@
                     working state, declared from the state table (state.STEPS)
     queue "index":  index_video (video id, embedder, run)
     queue "select": gate_question (job id: one question of the difficulty gate)
-    queue "eval":   judge_question (job id: one question of a judge run)
+    queue "eval":   judge_question (job id: one question of a judge run), retrieve_questions (job id: a block of
+                    up to 64 questions of a retriever run, embedded and searched as one batch)
 
 Importing this module sets up the broker from the project's settings (found through PLAYLISTEVAL_PROJECT or
 the working directory), so ``dramatiq playlisteval.actors.tasks`` serves the same queues as ``playlisteval
@@ -14,25 +15,25 @@ the App binds these same actors to its own broker (``bind``): one declaration, a
 
 from __future__ import annotations
 
-import importlib
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
 import dramatiq
 import structlog
-from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 
+from playlisteval.actors import middleware
+from playlisteval.actors.middleware import Sweeper
 from playlisteval.config import Settings
+from playlisteval.errors import as_infrastructure
 from playlisteval.state import STEPS as STATE_STEPS
 from playlisteval.state import State, Step
 
 log = structlog.get_logger(__name__)
 
 BUILD_QUEUE = STATE_STEPS[State.PENDING].queue
-INDEX_QUEUE = "index"  # the same name as index/actors.py's private pipeline broker
+INDEX_QUEUE = "index"
 SELECT_QUEUE = "select"
 EVAL_QUEUE = "eval"
 QUEUES = tuple(dict.fromkeys([*(step.queue for step in STATE_STEPS.values()), INDEX_QUEUE, SELECT_QUEUE, EVAL_QUEUE]))
@@ -41,52 +42,9 @@ QUEUES = tuple(dict.fromkeys([*(step.queue for step in STATE_STEPS.values()), IN
 SETTINGS: Settings | None = None
 
 
-class Sweeper(dramatiq.Middleware):
-    """The sweeper of ``playlisteval worker`` as a worker middleware, for the dramatiq CLI."""
-
-    def __init__(self) -> None:
-        self._stop = threading.Event()
-
-    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
-        threading.Thread(target=self._run, daemon=True, name="sweeper").start()
-
-    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        from playlisteval.actors.app import current_app
-
-        # by name: the workers module runs the actors, the actors do not import it
-        sweep_once = getattr(importlib.import_module("playlisteval.workers"), "sweep_once")  # noqa: B009
-        app = current_app()
-        while not self._stop.wait(app.settings.broker.sweep_every_s):
-            try:
-                sweep_once(app)
-            except Exception as exc:  # Redis or the store is down: the next sweep tries again
-                log.warning("worker.sweep_failed", error=f"{type(exc).__name__}: {exc}")
-
-
-class LogContext(dramatiq.Middleware):
-    """Every log line of a message's work names its actor, message and first argument (an item, video or
-    job id), whichever worker thread or process does it."""
-
-    def before_process_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
-        structlog.contextvars.bind_contextvars(actor=message.actor_name, message=message.message_id[:8],
-                                               of=message.args[0] if message.args else None)
-
-    def after_process_message(self, broker: dramatiq.Broker, message: MessageProxy, *,
-                              result: Any = None, exception: BaseException | None = None) -> None:
-        structlog.contextvars.clear_contextvars()
-
-    def after_skip_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
-        structlog.contextvars.clear_contextvars()
-
-
 def with_middleware(target: dramatiq.Broker) -> dramatiq.Broker:
-    """``target`` with this project's middleware (once)."""
-    if not any(isinstance(m, LogContext) for m in target.middleware):
-        target.add_middleware(LogContext())
-    return target
+    """``target`` with this project's middleware (once): actors/middleware.py."""
+    return middleware.install(target)
 
 
 def _bootstrap() -> dramatiq.Broker:
@@ -115,14 +73,29 @@ def _bootstrap() -> dramatiq.Broker:
 
 
 broker = _bootstrap()
-_RETRIES: dict[str, Any] = dict(max_retries=5, min_backoff=2_000, max_backoff=120_000)
+MAX_RETRIES = 5
+
+
+def retry_infrastructure(retries: int, exc: BaseException) -> bool:
+    """dramatiq's Retries retry a message only for an infrastructure error (Redis or the store failed under
+    it), at most MAX_RETRIES times. Model calls have one retry layer, the runner's; a step's own outcomes
+    (a failed item, a checker fault sent again after its backoff) are the step's to decide (step.py)."""
+    return retries < MAX_RETRIES and as_infrastructure(exc) is not None
+
+
+_RETRIES: dict[str, Any] = dict(retry_when=retry_infrastructure, min_backoff=2_000, max_backoff=120_000)
 
 
 def _step(state: State, item_id: int) -> None:
-    from playlisteval.actors.app import current_app
-    from playlisteval.actors.step import run_step
+    from playlisteval.actors.step import run_step, take_step
 
-    run_step(current_app(), state, item_id)
+    turn = middleware.current_turn()  # opened by the step middleware before this body runs
+    if turn is None or (turn.state, turn.item_id) != (state, item_id):  # a broker without it: run it inline
+        from playlisteval.actors.app import current_app
+
+        run_step(current_app(), state, item_id)
+        return
+    middleware.run_turn(turn, take_step)
 
 
 def _declare_step(state: State, step: Step) -> dramatiq.Actor[[int], None]:
@@ -143,8 +116,8 @@ STEPS: dict[State, dramatiq.Actor[[int], None]] = {state: _declare_step(state, s
 globals().update({actor.actor_name: actor for actor in STEPS.values()})  # module attributes, like the others
 
 
-@dramatiq.actor(actor_name="index_video", queue_name=INDEX_QUEUE, broker=broker, max_retries=3, min_backoff=1_000,
-                max_backoff=30_000)
+@dramatiq.actor(actor_name="index_video", queue_name=INDEX_QUEUE, broker=broker, retry_when=retry_infrastructure,
+                min_backoff=1_000, max_backoff=30_000)
 def index_video(video_id: int, embedder: str, run: str) -> None:
     from playlisteval.actors.app import current_app
     from playlisteval.index.work import index_video as work
@@ -167,9 +140,18 @@ def judge_question(job_id: int) -> None:
     run_job(job_id, "judge")
 
 
+@dramatiq.actor(actor_name="retrieve_questions", queue_name=EVAL_QUEUE, broker=broker, **_RETRIES)
+def retrieve_questions(job_id: int) -> None:
+    from playlisteval.actors.evaluation import run_job
+
+    run_job(job_id, "retrieve")
+
+
 #: a job's actor per kind (actors/jobs.py)
-JOBS: dict[str, dramatiq.Actor[[int], None]] = {"gate": gate_question, "judge": judge_question}
-ALL: tuple[dramatiq.Actor[..., None], ...] = (*STEPS.values(), index_video, gate_question, judge_question)
+JOBS: dict[str, dramatiq.Actor[[int], None]] = {"gate": gate_question, "judge": judge_question,
+                                                "retrieve": retrieve_questions}
+ALL: tuple[dramatiq.Actor[..., None], ...] = (*STEPS.values(), index_video, gate_question, judge_question,
+                                              retrieve_questions)
 
 
 def bind(target: dramatiq.Broker, settings: Settings) -> None:

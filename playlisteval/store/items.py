@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.state import TERMINAL, WORKING, Event, Limits, Progress, State, advance
+from playlisteval.store import outbox
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Item, ItemEvent, Seed, now
 
@@ -121,6 +122,8 @@ def commit(
         s.add(item)
         s.add(ItemEvent(item_id=c.item_id, version=item.version, from_state=before.state.value,
                         event=event.value, to_state=after.state.value, worker=c.token.split("/")[0]))
+        if after.state in WORKING:  # its next message, committed with the move: sent after (store/outbox.py)
+            outbox.put(s, c.item_id, after.state)
         return after.state
 
 

@@ -130,6 +130,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0901_model_prompt", create_tables("model_prompt")),
     # the ledger's running money per purpose, kept by triggers, backfilled: an O(1) budget check (issue 13)
     ("0540_spend_total", install_spend_totals),
+    # the outbox (issue 10): an item's next message, committed with its transition, sent after
+    ("0530_item_outbox", create_tables("item_outbox")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

@@ -567,3 +567,15 @@ class SpendTotal(SQLModel, table=True):
     paid: float = 0.0
     reserved: float = 0.0
     interrupted: float = 0.0
+
+
+class ItemOutbox(SQLModel, table=True):
+    """An item's next message, pending (issue 10, 0530): written in the transaction of the commit that moved
+    the item into a working state, deleted once the message is sent (store/outbox.py). A row older than the
+    sweepers' grace is a message the broker never got — Redis down, the worker killed between commit and
+    send — and a sweeper sends it. One row per item: an item waits for one step at a time."""
+
+    __tablename__ = "item_outbox"
+    item_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    state: str  # the working state the message is for: its step's actor
+    created_at: float = Field(default_factory=now, index=True)  # when written, or last taken by a sweeper
