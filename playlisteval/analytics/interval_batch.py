@@ -3,9 +3,11 @@ on each, for a fraction of the time.
 
 A report draws ~1,200 intervals, most over the same K clusters. Every resample of K clusters uses the
 same draws (``intervals._weights``: how often each of the K canonically ordered clusters is drawn, one
-row per resample), so the resampled sums of all those rates are one matrix product — drawn weights
-(resamples × K) times the rates' sorted cluster sums (K × rates) — instead of one product per rate;
-the sign-flip totals likewise.
+row per resample), and a rate's clusters, in canonical order (by sum, then count), come in runs of
+equal (sum, count): a question's 10 pairs can only sum to 0, ½, 1, … 10. So a resample's Σ weight ×
+sum is Σ over those runs of the run's sum × how often the resample drew the run's clusters, and that
+count is a difference of two columns of the weights' running sum (computed once per K): ~20 terms per
+resample instead of K. The sign-flip totals likewise, over runs of equal (sorted) differences.
 
 The numbers stay identical, not merely close: a product is only batched when every value is a
 multiple of 2^-10 (accuracies, shares and paired differences are multiples of ½) and small enough
@@ -16,12 +18,12 @@ tiny K) goes through ``interval_from_sums`` one rate at a time, as before.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from threadpoolctl import threadpool_limits
 
 from playlisteval.analytics import intervals
 from playlisteval.analytics.intervals import Interval
@@ -30,7 +32,7 @@ Request = tuple[ArrayLike, ArrayLike, float | None]  # cluster sums, cluster cou
 
 _SCALE = 2.0**10  # values must be multiples of 1 / _SCALE to be batched
 _EXACT_BELOW = 2.0**52  # |scaled partial sums| below this: every addition is exact
-_COLUMNS = 256  # rates per product (bounded memory: resamples × 256 doubles per operand)
+_COLUMNS = 256  # rates per chunk (bounded memory: resamples × 256 doubles per operand)
 
 
 def _exact_sums(x: NDArray[np.float64], k: int) -> bool:
@@ -56,23 +58,50 @@ def intervals_from_sums(requests: Sequence[Request], *, seed: int, resamples: in
             by_k[k].append(i)
         else:
             out[i] = intervals.interval_from_sums(s, n, seed=seed, resamples=resamples, level=level, null=null)
-    with threadpool_limits(1, "blas"):  # a second BLAS thread only spins on a shared 2-core machine
-        for k, members in by_k.items():
-            for start in range(0, len(members), _COLUMNS):
-                chunk = members[start:start + _COLUMNS]
-                for i, iv in zip(chunk, _batch(k, [canon[i] for i in chunk], [requests[i][2] for i in chunk],
-                                               seed, resamples, level), strict=True):
-                    out[i] = iv
+    for k, members in by_k.items():
+        for start in range(0, len(members), _COLUMNS):
+            chunk = members[start:start + _COLUMNS]
+            for i, iv in zip(chunk, _batch(k, [canon[i] for i in chunk], [requests[i][2] for i in chunk],
+                                           seed, resamples, level), strict=True):
+                out[i] = iv
     return [iv for iv in out if iv is not None]
+
+
+@functools.lru_cache(maxsize=2)  # up to resamples × K doubles each (32 MB)
+def _running(k: int, resamples: int, seed: int, signs: bool) -> NDArray[np.float64]:
+    """The drawn weights' (or the sign vectors') running sum over clusters, a column of zeros first:
+    column b − column a is how often each resample drew clusters a … b−1 (exact: integers)."""
+    m = intervals._one_chunk_of_signs(k, resamples, seed) if signs else intervals._weights(k, resamples, seed)
+    out = np.zeros((resamples, k + 1))
+    np.cumsum(m, axis=1, out=out[:, 1:])
+    out.flags.writeable = False
+    return out
+
+
+def _runs(*columns: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Starts and ends of the runs of equal values (of every column at once) along the clusters."""
+    changed = np.zeros(len(columns[0]) - 1, dtype=bool)
+    for c in columns:
+        changed |= c[1:] != c[:-1]
+    starts = np.concatenate([[0], np.flatnonzero(changed) + 1])
+    return starts, np.append(starts[1:], len(columns[0]))
+
+
+def _weighted(running: NDArray[np.float64], starts: NDArray[np.intp], ends: NDArray[np.intp],
+              *values: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+    """Each resample's Σ weight × value for each of ``values`` (constant over each run)."""
+    drawn = running[:, ends] - running[:, starts]  # resamples × runs
+    return [drawn @ v[starts] for v in values]
 
 
 def _batch(k: int, canon: list[tuple[NDArray[np.float64], NDArray[np.float64]]], nulls: list[float | None],
            seed: int, resamples: int, level: float) -> list[Interval]:
     """Rates over k clusters each (canonically ordered, exact sums): their intervals and p-values."""
-    w = intervals._weights(k, resamples, int(seed))
-    s = np.column_stack([c[0] for c in canon])
-    n = np.column_stack([c[1] for c in canon])
-    distribution = (w @ s) / (w @ n)  # column j: rate j's resampled ratios, as bootstrap_distribution draws them
+    running = _running(k, resamples, int(seed), False)
+    distribution = np.empty((resamples, len(canon)))
+    for j, (s, n) in enumerate(canon):  # column j: rate j's resampled ratios, as bootstrap_distribution draws them
+        sums, counts = _weighted(running, *_runs(s, n), s, n)
+        distribution[:, j] = sums / counts
     tail = (1.0 - level) / 2
     bounds = np.quantile(distribution, np.array([tail, 1.0 - tail]), axis=0, method="inverted_cdf")
     p_values = _sign_flips(k, canon, nulls, seed, resamples)
@@ -94,15 +123,15 @@ def _sign_flips(k: int, canon: list[tuple[NDArray[np.float64], NDArray[np.float6
             monte_carlo.append(j)
     if not monte_carlo:
         return out
-    d = np.column_stack([np.sort(canon[j][0] - nulls[j] * canon[j][1]) for j in monte_carlo])  # type: ignore[operator]
-    totals = intervals._one_chunk_of_signs(k, resamples, int(seed)) @ d
-    for col, j in enumerate(monte_carlo):
-        dj = d[:, col]
+    running = _running(k, resamples, int(seed), True)
+    for j in monte_carlo:
+        dj = np.sort(canon[j][0] - nulls[j] * canon[j][1])  # type: ignore[operator]
+        (totals,) = _weighted(running, *_runs(dj), dj)
         observed = abs(dj.sum())
         tolerance = 1e-9 * max(1.0, float(np.abs(dj).sum()))  # as sign_flip_p
         if observed <= tolerance:
             out[j] = 1.0
             continue
-        hits = int(np.sum(np.abs(totals[:, col]) >= observed - tolerance))
+        hits = int(np.sum(np.abs(totals) >= observed - tolerance))
         out[j] = (hits + 1) / (resamples + 1)
     return out
