@@ -132,7 +132,11 @@ class IndexSettings(_Section):
     asr_base_url: str = "http://127.0.0.1:8000/v1"  # qwen3-asr: the vLLM server (key: VLLM_API_KEY)
     asr_timeout_s: PositiveFloat = 120
     search_no_match: Cosine = 0.2  # `search` warns when its best score is below this
-    exact_search_max: NonNegativeInt = 5000
+    # up to this many vectors a corpus is searched exactly, above it through HNSW. From `python -m bench
+    # retrieval` (README "Retrieval", load 4-17): at 5,000-10,000 HNSW's recall@64 was 0.91-0.94 and a
+    # batch of exact searches as fast as HNSW's batch (0.3-1.1x); from 20,000 recall >= 0.996 and HNSW
+    # 12-65x the best one-query exact search, 1.1-5.8x the batched one
+    exact_search_max: NonNegativeInt = 20000
     # on-screen text (issue 3): OCR of the sampled frames, embedded with the transcript
     ocr: OcrBackend = "rapidocr"  # rapidocr (offline, bundled models) or none
     ocr_max_side: PositiveInt = 640  # frames are shrunk to this longest side before OCR (cost grows with area)

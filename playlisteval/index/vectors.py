@@ -12,7 +12,8 @@ import os
 import threading
 import time
 from collections import Counter
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,19 +71,32 @@ _blas: Any = None  # threadpoolctl's controller, made on first use (it lists the
 _blas_lock = threading.Lock()
 
 
-def _one_blas_thread() -> Any:
-    """OpenBLAS limited to one thread for one matrix-vector product. The product is memory-bound, so a
-    second thread gains little, and on a busy machine waking it cost more than the product (3,000 x
-    384: 0.1 ms with one thread, 7.7 ms with two at load 1.7). A controller made once: threadpoolctl's
-    ``threadpool_limits`` costs 0.2 ms per call, the controller's ``limit`` 3 us."""
+#: a matrix up to this many values (64 MiB of float32) is multiplied by one query on one BLAS thread
+ONE_THREAD_MAX = 1 << 24
+
+
+@contextmanager
+def _one_blas_thread(values: int) -> Iterator[None]:
+    """OpenBLAS limited to one thread for one matrix-vector product of a small matrix. On a busy machine
+    waking its second thread cost more than the product: 3,000 x 384 took 0.1 ms on one thread, 7.7 ms
+    on two (load 1.7); `python -m bench retrieval` (load 4-17): one thread won up to 10,000 x 1024
+    (12 ms against 23 ms), the threads from about 20,000 x 1024 (50,000 x 1024: 60 ms against 91 ms),
+    hence ``ONE_THREAD_MAX``. A controller made once: threadpoolctl's ``threadpool_limits`` costs 0.2 ms
+    per call, the controller's ``limit`` 3 us."""
     global _blas
+    if values > ONE_THREAD_MAX:
+        yield
+        return
     try:
         if _blas is None:
             from threadpoolctl import ThreadpoolController
             _blas = ThreadpoolController()
-        return _blas.limit(limits=1, user_api="blas")
+        limit = _blas.limit
     except ImportError:
-        return nullcontext()
+        yield
+        return
+    with _blas_lock, limit(limits=1, user_api="blas"):
+        yield
 
 
 def exact_search(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +107,7 @@ def exact_search(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndar
     k = min(k, matrix.shape[0])
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    with _blas_lock, _one_blas_thread():
+    with _one_blas_thread(matrix.size):
         scores = matrix @ np.asarray(query, dtype=np.float32)
     rows = _top_k_row(scores, k)
     return rows, scores[rows].astype(np.float32)
@@ -125,7 +139,7 @@ class VectorIndex:
     (a chunk with no text) then scores 0 instead of dividing by zero.
     """
 
-    def __init__(self, matrix: np.ndarray, exact_max: int = 5000, m: int = 16,
+    def __init__(self, matrix: np.ndarray, exact_max: int = 20000, m: int = 16,
                  ef_construction: int = 200, seed: int = 0, cache_dir: Path | None = None) -> None:
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self.size, self.dim = self.matrix.shape if self.matrix.ndim == 2 else (0, 0)
