@@ -18,7 +18,8 @@ but are not in it. In one process:
   evaluation that embeds all its questions at once pays per question), the two interleaved;
 - time to the first answer in a *fresh process* (a subprocess that reads the vectors, makes the
   ``VectorIndex`` and answers one query) when the saved index is there, against the build and first
-  answer in this process (what every process paid before indexes were saved).
+  answer in this process (what every process paid before indexes were saved); with ``--store``, the
+  same through a project's store (bench/retrieval_store.py).
 
 Several ``--n`` give the exact/HNSW crossover that sets ``[index] exact_search_max``.
 
@@ -44,6 +45,7 @@ if __package__ in (None, ""):  # run as a file: bench/retrieval_speed.py
 
 import tempfile
 
+from bench.retrieval_store import store_first_answer
 from playlisteval.index.vectors import VectorIndex, _top_k_row, exact_search, exact_search_many
 
 K = 64
@@ -96,7 +98,7 @@ def _interleaved(searches: dict[str, Search], queries: np.ndarray) -> dict[str, 
 
 
 def one_dim(n: int, dim: int, n_queries: int, clusters: int, noise: float, query_noise: float,
-            seed: int) -> dict[str, float | int]:
+            seed: int, store: bool = False) -> dict[str, float | int]:
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     matrix = clustered(n, dim, clusters, noise, rng)
@@ -116,9 +118,15 @@ def one_dim(n: int, dim: int, n_queries: int, clusters: int, noise: float, query
         if reloaded.loaded_from is None:
             raise RuntimeError("the saved HNSW index was not read back")
         fresh = first_answer_in_fresh_process(matrix, queries[0], seed, Path(saved))
+        in_store = store_first_answer(matrix, queries[0], Path(saved), K) if store else {}
     print(f"dim {dim}: HNSW built in {build_s:.1f} s (first answer {rebuild_first_s:.1f} s), read back in "
           f"{load_s:.2f} s; a fresh process with the saved index answers {fresh['first_answer_s']:.2f} s after "
           f"it has the vectors; load {os.getloadavg()[0]:.2f}", flush=True)
+    if in_store:
+        print(f"dim {dim}: a new process over a project's store of them answers in "
+              f"{in_store['store_first_answer_s']} s "
+              f"(opening the store {in_store['store_open_s']} s, reading the vectors and the saved index "
+              f"{in_store['store_index_s']} s); load {os.getloadavg()[0]:.2f}", flush=True)
 
     searches: dict[str, Search] = {
         "hnsw": lambda q: index.search(q, K)[0],
@@ -154,6 +162,7 @@ def one_dim(n: int, dim: int, n_queries: int, clusters: int, noise: float, query
         "first_answer_saved_s": fresh["first_answer_s"],
         "fresh_process_read_vectors_s": fresh["read_vectors_s"],
         "fresh_process_wall_s": fresh["wall_s"],
+        **in_store,
         "recall_at_64": round(recall, 4),
         "mean_cosine_of_64th": round(kth, 4),
     }
@@ -236,13 +245,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", type=float, default=1.0, help="noise norm around a unit centre")
     parser.add_argument("--query-noise", type=float, default=0.5, help="noise norm added to a data point")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--store", action="store_true",
+                        help="also: a new process searching a project's store of the vectors, index saved")
     parser.add_argument("--out", type=Path, default=Path("build/bench/retrieval.json"))
     args = parser.parse_args(argv)
     runs = []
     for n_asked in args.n:
         for dim in args.dims:
             n = args.n_4096 if dim == 4096 and args.n_4096 else n_asked
-            runs.append(one_dim(n, dim, args.queries, args.clusters, args.noise, args.query_noise, args.seed))
+            runs.append(one_dim(n, dim, args.queries, args.clusters, args.noise, args.query_noise, args.seed,
+                                args.store))
     results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                            "load_avg_1m": round(os.getloadavg()[0], 2)}, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
