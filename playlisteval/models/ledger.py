@@ -45,12 +45,23 @@ _FINISH = update(_CALL).where(_CALL.c.id == bindparam("call_id")).values(
     cached_input_tokens=bindparam("cached_input_tokens"), latency_s=bindparam("latency"),
     finished_at=bindparam("at"),
 ).returning(_CALL.c.usd)
+_KEYS_BETWEEN = select(_CACHE.c.request_hash).where(_CACHE.c.request_hash > bindparam("low"),
+                                                    _CACHE.c.request_hash < bindparam("high"))
 _INSERT_NEW: dict[tuple[str, str], Any] = {}
 
 
 def _conn(s: Any) -> Connection:
-    """The session's connection, inside its transaction."""
-    return s.connection() if hasattr(s, "connection") else s
+    """The connection of ``s`` (a Connection, or a Session: its connection, inside its transaction)."""
+    return s if isinstance(s, Connection) else s.connection()
+
+
+def dialect(s: Any) -> str:
+    return str(_conn(s).dialect.name)
+
+
+def keys_between(s: Any, low: str, high: str) -> set[str]:
+    """The cache keys strictly between ``low`` and ``high`` (a request's repaired tries)."""
+    return {str(k) for k in _conn(s).execute(_KEYS_BETWEEN, {"low": low, "high": high}).scalars()}
 
 
 def add_call(s: Any, **values: Any) -> int:

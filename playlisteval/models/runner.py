@@ -38,9 +38,9 @@ from playlisteval.models.ratelimit import RateLimits
 from playlisteval.models.registry import Registry, split_spec
 from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply, TextPart, Usage, VideoPart
 from playlisteval.prompts.schemas import SCHEMAS
-from playlisteval.store import spend_totals, transaction
+from playlisteval.store import spend_totals
 from playlisteval.store.engine import read
-from playlisteval.store.tables import ModelCall, ResponseCache, now
+from playlisteval.store.tables import ModelCall, now
 
 log = structlog.get_logger(__name__)
 
@@ -284,7 +284,7 @@ class Runner:
               estimate: float) -> ModelResponse | tuple[set[str], int | None]:
         """The cache look-up and the first try's reservation in one transaction: the cached answer, or
         (the repaired tries stored earlier, the reserved ledger row; None when try 0 is to be replayed)."""
-        with transaction(self.engine) as s:
+        with self.engine.begin() as s:  # a connection: no ORM session needed
             hit = self._hit_in(s, key, spec, request)
             if hit is not None:
                 return hit
@@ -296,10 +296,10 @@ class Runner:
     def _cached_tries(self, key: str) -> set[str]:
         """The cache keys of ``key``'s repaired tries that an earlier, interrupted call stored."""
         with read(self.engine) as s:
-            return _tries_in(s, key)
+            return _tries_in(s.connection(), key)
 
     def _cached(self, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
-        with transaction(self.engine) as s:
+        with self.engine.begin() as s:
             return self._hit_in(s, key, spec, request)
 
     def _hit_in(self, s: Any, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
@@ -321,7 +321,7 @@ class Runner:
     def _reserve(self, key: str, spec: str, request: ModelRequest, estimate: float, recheck: bool = True) -> int | None:
         """A ledger row for one try, within the budget; None if the answer was cached since we looked (a
         step taken over from a worker that was judged dead but finished its call: not asked twice)."""
-        with transaction(self.engine) as s:
+        with self.engine.begin() as s:
             if recheck and ledger.is_cached(s, key):
                 return None
             return self._reserve_in(s, key, spec, request, estimate)
@@ -331,7 +331,7 @@ class Runner:
         provider, model = split_spec(spec)
         budget = budget_usd(s, self.settings, request.purpose)  # build, select and eval: each its own
         if budget > 0:
-            if s.get_bind().dialect.name == "postgresql":
+            if ledger.dialect(s) == "postgresql":
                 # SQLite serializes this transaction (BEGIN IMMEDIATE); PostgreSQL's read committed
                 # would let two workers read the same spend and both reserve the last dollars
                 s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _BUDGET_LOCK})
@@ -350,7 +350,7 @@ class Runner:
     def _finish(
         self, call_id: int, status: str, usage: Usage, cost: float, started: float, error: str | None = None
     ) -> None:
-        with transaction(self.engine) as s:
+        with self.engine.begin() as s:
             ledger.finish(s, call_id, status, usage, cost, started, error)
 
     @staticmethod  # models/batch.py parses a batched reply with it: a problem's words become the repair note
@@ -373,7 +373,7 @@ class Runner:
             malformed=malformed_reason is not None, malformed_reason=malformed_reason, call_id=call_id,
         )
         provider, model = split_spec(spec)
-        with transaction(self.engine) as s:
+        with self.engine.begin() as s:
             # the ledger row closes with the cache row: a kill between the two would leave an answer paid for
             # and not cached, and paid again
             usd = ledger.finish(s, call_id, *finish) if finish is not None else ledger.usd_of(s, call_id)
@@ -431,6 +431,4 @@ def _add(a: Usage, b: Usage) -> Usage:
 
 
 def _tries_in(s: Any, key: str) -> set[str]:
-    rows = s.exec(select(ResponseCache.request_hash).where(
-        col(ResponseCache.request_hash) > f"{key}:try", col(ResponseCache.request_hash) < f"{key}:tryz")).all()
-    return {str(r) for r in rows}
+    return ledger.keys_between(s, f"{key}:try", f"{key}:tryz")

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, or_, update
+from sqlalchemy import bindparam, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -69,25 +69,25 @@ def create_items(engine: Engine) -> list[int]:
         return [i.id for i in items if i.id is not None]
 
 
+_ITEM = Item.__table__  # type: ignore[attr-defined]
+#: the claim, built once: compare-and-set on state and lease, and the progress it took, in one statement
+_CLAIM = (update(_ITEM)
+          .where(_ITEM.c.id == bindparam("item_id"), _ITEM.c.state == bindparam("in_state"),
+                 or_(_ITEM.c.lease_expires.is_(None), _ITEM.c.lease_expires < bindparam("t")))
+          .values(lease_owner=bindparam("token"), lease_expires=bindparam("until"), lease_renewed_at=bindparam("t"),
+                  claims=_ITEM.c.claims + 1, updated_at=bindparam("t"))
+          .returning(_ITEM.c.phase1_attempts, _ITEM.c.phase2_attempts, _ITEM.c.phase2_on_question,
+                     _ITEM.c.failed_from, _ITEM.c.claims))
+
+
 def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float) -> Claim | None:
     """Take the item for one step, or return None when it moved on or someone else holds it. One
     ``UPDATE … RETURNING`` (SQLite ≥ 3.35, PostgreSQL): the compare-and-set and the read of what it took."""
     token = f"{owner}/{uuid.uuid4().hex[:12]}"
     t = now()
-    with transaction(engine) as s:
-        row = s.execute(
-            update(Item)
-            .where(
-                col(Item.id) == item_id,
-                col(Item.state) == state.value,
-                or_(col(Item.lease_expires).is_(None), col(Item.lease_expires) < t),
-            )
-            .values(lease_owner=token, lease_expires=t + lease_s, lease_renewed_at=t, claims=Item.claims + 1,
-                    updated_at=t)
-            .returning(col(Item.phase1_attempts), col(Item.phase2_attempts), col(Item.phase2_on_question),
-                       col(Item.failed_from), col(Item.claims))
-            .execution_options(synchronize_session=False)
-        ).first()
+    with engine.begin() as conn:
+        row = conn.execute(_CLAIM, {"item_id": item_id, "in_state": state.value, "t": t, "token": token,
+                                    "until": t + lease_s}).first()
     if row is None:
         return None
     p1, p2, on_question, failed_from, claims = row
