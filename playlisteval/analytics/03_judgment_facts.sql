@@ -2,7 +2,7 @@
 -- The score is recomputed from the verdict (SPEC G4): 1 for the intended answer, 0 for the other,
 -- 0.5 for no verdict, so every view scores exactly as `playlisteval eval verdicts` does.
 SELECT
-    j.id AS judgment_id,
+    j.judgment_id,
     j.run_id,
     r.benchmark_id,
     b.name AS benchmark,
@@ -16,13 +16,10 @@ SELECT
     p.domain,
     p.gap,
     j.a_is_better,
-    CASE WHEN j.verdict IN ('A', 'B') THEN j.verdict END AS verdict,
-    CAST(CASE
-        WHEN j.verdict IS NULL OR j.verdict NOT IN ('A', 'B') THEN 0.5
-        WHEN (j.verdict = 'A') = j.a_is_better THEN 1.0
-        ELSE 0.0
-    END AS DOUBLE) AS score
-FROM judgment AS j
+    j.verdict,
+    j.score
+FROM judgment_core AS j
 JOIN judge_run AS r ON r.id = j.run_id
 LEFT JOIN benchmark AS b ON b.id = r.benchmark_id
 JOIN pair_facts AS p ON p.pair_id = j.pair_id
+-- analytics: view (made by each query that reads it, over the table judgment_core; runner.py)

@@ -57,7 +57,7 @@ both_runs AS (
         avg(CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END) AS solved_both,
         avg(CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END) AS wrong_both
     FROM forward AS fwd
-    JOIN judgment_facts AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id
+    JOIN judgment_core AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id
     GROUP BY ALL
 )
 SELECT b.*, b.letter_agreement < p.consistent_letter_agreement AS consistent

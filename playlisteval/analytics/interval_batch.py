@@ -69,11 +69,12 @@ def intervals_from_sums(requests: Sequence[Request], *, seed: int, resamples: in
 
 @functools.lru_cache(maxsize=2)  # up to resamples × K doubles each (32 MB)
 def _running(k: int, resamples: int, seed: int, signs: bool) -> NDArray[np.float64]:
-    """The drawn weights' (or the sign vectors') running sum over clusters, a column of zeros first:
-    column b − column a is how often each resample drew clusters a … b−1 (exact: integers)."""
+    """The drawn weights' (or the sign vectors') running sum over clusters, a row of zeros first (cluster ×
+    resample, so that a run's rows are contiguous): row b − row a is how often each resample drew clusters
+    a … b−1 (exact: integers)."""
     m = intervals._one_chunk_of_signs(k, resamples, seed) if signs else intervals._weights(k, resamples, seed)
-    out = np.zeros((resamples, k + 1))
-    np.cumsum(m, axis=1, out=out[:, 1:])
+    out = np.zeros((k + 1, resamples))
+    np.cumsum(m.T, axis=0, out=out[1:])
     out.flags.writeable = False
     return out
 
@@ -90,8 +91,8 @@ def _runs(*columns: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.i
 def _weighted(running: NDArray[np.float64], starts: NDArray[np.intp], ends: NDArray[np.intp],
               *values: NDArray[np.float64]) -> list[NDArray[np.float64]]:
     """Each resample's Σ weight × value for each of ``values`` (constant over each run)."""
-    drawn = running[:, ends] - running[:, starts]  # resamples × runs
-    return [drawn @ v[starts] for v in values]
+    drawn = running[ends] - running[starts]  # runs × resamples
+    return [v[starts] @ drawn for v in values]
 
 
 def _batch(k: int, canon: list[tuple[NDArray[np.float64], NDArray[np.float64]]], nulls: list[float | None],

@@ -22,12 +22,14 @@ def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) 
     if not rows or "forward_run" not in rows[0]:
         return rows
     # per pair, the same shares the view averages (see 14_position_bias.sql)
-    # the forward rows joined to their couple first, then the reversed ones by run and pair (rates.JOINS)
+    # the forward rows joined to their couple first, then the reversed ones by run and pair (rates.JOINS);
+    # the couples are the rows' own (not the view computed again)
+    couples = sorted({(int(r["forward_run"]), int(r["reversed_run"])) for r in rows})
+    values = ", ".join(f"({f}, {v})" for f, v in couples)
     sums = aggregate(an, f"""
-        WITH fwd AS MATERIALIZED (
+        WITH c(forward_run, reversed_run) AS (VALUES {values}), fwd AS MATERIALIZED (
             SELECT c.forward_run, c.reversed_run, f.pair_id, f.item_id, f.score, f.verdict
-            FROM (SELECT DISTINCT forward_run, reversed_run FROM position_bias WHERE {where}) AS c
-            JOIN judgment_facts AS f ON f.run_id = c.forward_run)
+            FROM c JOIN judgment_facts AS f ON f.run_id = c.forward_run)
         SELECT fwd.forward_run, fwd.reversed_run, fwd.item_id,
             fwd.score AS accuracy_forward, rev.score AS accuracy_reversed,
             CASE WHEN fwd.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_forward,
@@ -36,8 +38,8 @@ def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) 
             CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END AS solved_both,
             CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END AS wrong_both,
             fwd.score - rev.score AS forward_minus_reversed
-        FROM fwd JOIN judgment_facts AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id""",
-                     params, ("forward_run", "reversed_run"), boot, BIAS_RATES)
+        FROM fwd JOIN judgment_core AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id""",
+                     [], ("forward_run", "reversed_run"), boot, BIAS_RATES)
     cis = iter(boot.intervals([(sums.get((r["forward_run"], r["reversed_run"])), i,
                                 0.0 if rate == "forward_minus_reversed" else None)
                                for r in rows for i, rate in enumerate(BIAS_RATES)]))
@@ -66,7 +68,7 @@ def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list
             JOIN judgment_facts AS s ON s.run_id = c.run_id)
         SELECT c.run_id AS sweep, c.item_id, c.score - m.score AS d
         FROM c
-        JOIN judgment_facts AS m ON m.run_id = c.main_run_id AND m.pair_id = c.pair_id""",
+        JOIN judgment_core AS m ON m.run_id = c.main_run_id AND m.pair_id = c.pair_id""",
                        params, ("sweep",), boot, ("d",))
     cis = boot.intervals([want for r in rows for want in (
         (single.get((r["run_id"],)), 0, None), (single.get((r.get("main_run_id"),)), 0, None),
