@@ -41,6 +41,7 @@ bench: system venv
 	$(BIN)/python -m bench retrieval --n 20000
 	$(BIN)/python -m bench report
 	$(BIN)/python -m bench batch
+	$(BIN)/python -m bench steps
 
 clean:
 	rm -rf demo myproject .pytest_cache .mypy_cache .ruff_cache

@@ -10,6 +10,9 @@
                                           (bench/batch_cost.py)
     python -m bench speech [options]      ASR word error rate and speed per backend; a narrated 720p video
                                           indexed; spoken-sentence search; cold `search` (bench/speech.py)
+    python -m bench steps [options]       the build's step loop: transitions/s with a zero-latency model; with
+                                          Redis workers, step-to-step gap and overhead at 1 s model latency,
+                                          against the commit before the lean loop (bench/steps_speed.py)
 
 ``python -m bench NAME --help`` lists each one's options.
 """
@@ -17,7 +20,7 @@ import sys
 from importlib import import_module
 
 MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "report": "bench.report_speed",
-           "batch": "bench.batch_cost", "speech": "bench.speech"}
+           "batch": "bench.batch_cost", "speech": "bench.speech", "steps": "bench.steps_speed"}
 
 args = sys.argv[1:]
 name = args.pop(0) if args and args[0] in MODULES else "index"  # no name (or only options): the index benchmark

@@ -1,0 +1,361 @@
+"""The build's step loop (issue 13): item transitions per second with a zero-latency model, and with Redis
+workers the gap between a step's commit and the next step's first model call, and the loop's overhead
+at 1 s model latency.
+
+Each figure comes from a process of its own (this file run as a script with ``child``), for this tree
+and for a baseline commit (default: the one before the lean step loop, unpacked with ``git archive``),
+one after the other in the same run, so a ratio is taken on the same machine under the same load:
+
+1. ``inproc``: a store with ``--seeds`` seeds over made-up videos (sim worlds, no media), a ``--budget``
+   so every paid call is checked against it, optionally ``--ledger-rows`` earlier ledger rows (a long
+   project: the old budget check summed them all); `build` with the in-process broker and its default
+   threads and the sim at zero latency. Transitions = ``item_event`` rows, over the build's wall time.
+2. ``redis``: a redis-server of its own, one `playlisteval worker` process (``--redis-threads`` threads,
+   as many as items, so no item waits for a thread), ``--redis-items`` items, sim latency 1 s. From
+   the store: gap = first call of a step − the previous step's commit (``item_event.at``), per step that
+   calls a model; overhead = 1 − (model seconds) / (commit-to-commit seconds) over those steps.
+
+    .venv/bin/python -m bench steps [--seeds 60] [--ledger-rows 100000] [--baseline REV | --no-baseline]
+
+Prints each figure with the 1-minute load average; saves build/bench/steps.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "bench"
+BASELINE = "14552a3"  # main before the lean step loop (issue 13)
+
+
+# -- in the child process: only ``playlisteval`` of the tree on PYTHONPATH is imported ------------------
+def _settings(project: Path, env: dict[str, str]) -> Any:
+    from playlisteval.config import load_settings, write_project
+
+    if not (project / "playlisteval.toml").exists():
+        write_project(project)
+    return load_settings(project, environ=env)
+
+
+def _seed(settings: Any, n: int, ledger_rows: int) -> None:
+    """``n`` seeds over made-up 2-minute videos, each with a sim world beside its path (the sim needs no
+    media), four 30-s chunks per video, one segment per video; then ``ledger_rows`` finished calls."""
+    import random
+
+    import numpy as np
+
+    from playlisteval.store import open_store, transaction
+    from playlisteval.store.tables import Chunk, Domain, Playlist, Seed, Segment, Video
+    from playlisteval.synth import vocab
+    from playlisteval.synth.make import plan_world
+    from playlisteval.synth.world import save_world
+
+    engine = open_store(settings)
+    rng, taken = random.Random(n), set[str]()
+    topic = vocab.TOPICS["Education"][0][0]
+    vector = np.ones(4, dtype=np.float32).tobytes()
+    videos = settings.root / "videos"
+    videos.mkdir(exist_ok=True)
+    with transaction(engine) as s:
+        domain = Domain(name="Education")
+        s.add(domain)
+        s.flush()
+        playlist = Playlist(domain_id=domain.id or 0, name="P1")
+        s.add(playlist)
+        s.flush()
+        for i in range(n):
+            segments = []
+            for j in range(2):
+                path = str(videos / f"v{i}_{j}.mp4")
+                save_world(plan_world(rng, taken, domain="Education", playlist="P1", topic=topic,
+                                      title=f"Series Episode {j + 1}", episode=j + 1, duration=120.0), path)
+                video = Video(playlist_id=playlist.id or 0, path=path, title=f"v{i}_{j}", position=j,
+                              duration=120.0, status="indexed", index_report=json.dumps({"run": f"bench-{i}-{j}"}))
+                s.add(video)
+                s.flush()
+                for k in range(4):
+                    s.add(Chunk(video_id=video.id or 0, idx=k, start=30.0 * k, end=30.0 * (k + 1),
+                                transcript=f"narration {i} {j} {k}", transcript_source="captions"))
+                segment = Segment(video_id=video.id or 0, idx=0, embedder="minilm", start=0.0, end=120.0,
+                                  first_chunk=0, last_chunk=3, vector=vector)
+                s.add(segment)
+                s.flush()
+                segments.append(segment)
+            s.add(Seed(domain_id=domain.id or 0, segment1_id=segments[0].id or 0,
+                       segment2_id=segments[1].id or 0, similarity=0.6))
+    if ledger_rows:
+        with transaction(engine) as s:
+            conn = s.connection()
+            conn.exec_driver_sql(
+                "INSERT INTO model_call (request_hash, role, provider, model, purpose, status, cache_hit, "
+                "input_tokens, output_tokens, thinking_tokens, gpu_seconds, estimated_usd, usd, latency_s, "
+                "cached_input_tokens, batch_id, created_at) VALUES (?, 'B', 'sim', 'old', 'build', 'ok', 0, "
+                "0, 0, 0, 0, 0, 0.0000001, 0.1, 0, 0, 0)", [(f"old{i}",) for i in range(ledger_rows)])
+
+
+def _count(engine: Any, sql: str) -> Any:
+    with engine.connect() as conn:
+        return conn.exec_driver_sql(sql).scalar()
+
+
+class Replay:
+    """The zero-latency model: the sim's replies recorded by a first build of the same store, replayed by
+    request hash (the sim itself spends ~20 ms of CPU per reply writing it). A request not recorded is
+    asked of the sim and counted as a miss."""
+
+    name = "sim"
+
+    def __init__(self, inner: Any, memo: dict[str, Any], record: bool) -> None:
+        self.inner, self.memo, self.record, self.misses = inner, memo, record, 0
+
+    def complete(self, model: str, request: Any, schema: Any, timeout: float) -> Any:
+        from playlisteval.models.runner import request_hash
+
+        key = request_hash(f"sim/{model}", request)
+        if key in self.memo:
+            return self.memo[key]
+        reply = self.inner.complete(model, request, schema, timeout)
+        if self.record:
+            self.memo[key] = reply
+        else:
+            self.misses += 1
+        return reply
+
+    def __getattr__(self, name: str) -> Any:  # anything else a provider offers: the sim's
+        return getattr(self.inner, name)
+
+
+def _build_once(project: Path, env: dict[str, str], seeds: int, ledger_rows: int, memo: dict[str, Any],
+                record: bool) -> dict[str, Any]:
+    from playlisteval.actors.app import App
+    from playlisteval.build import build
+    from playlisteval.models.registry import Registry
+    from playlisteval.models.runner import Runner
+    from playlisteval.store import forget_engines, open_store
+
+    forget_engines()
+    settings = _settings(project, env)
+    db = Path(settings.store_url[len("sqlite:///"):])
+    for leftover in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        leftover.unlink(missing_ok=True)  # a fresh store: the same seeds, the same requests
+    _seed(settings, seeds, ledger_rows)
+    engine = open_store(settings)
+    registry = Registry(settings)
+    replay = Replay(registry.get("sim"), memo, record)
+    registry.register("sim", replay)
+    app = App(settings, engine=engine, runner=Runner(settings, engine, registry=registry))
+    cpu, wall = time.process_time(), time.perf_counter()
+    build(settings, app=app)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    events = int(_count(engine, "SELECT count(*) FROM item_event"))
+    calls = int(_count(engine, "SELECT count(*) FROM model_call WHERE request_hash NOT LIKE 'old%'"))
+    with engine.connect() as conn:
+        states = {str(k): int(v) for k, v in conn.exec_driver_sql("SELECT state, count(*) FROM item GROUP BY state")}
+    return {"transitions": events, "calls": calls, "s": round(wall, 3), "cpu_s": round(cpu, 3),
+            "per_s": round(events / wall, 1), "cpu_ms_per_transition": round(1000 * cpu / max(events, 1), 1),
+            "threads": settings.broker.threads, "states": states, "replay_misses": replay.misses,
+            "load": round(os.getloadavg()[0], 2)}
+
+
+def child_inproc(project: Path, seeds: int, ledger_rows: int, budget: float) -> dict[str, Any]:
+    # no injected rate limits: their retries sleep (a model's latency, not the loop's)
+    env = {"PLAYLISTEVAL_BUILD__BUDGET_USD": str(budget), "PLAYLISTEVAL_SIM__RATE_LIMITED": "0"}
+    memo: dict[str, Any] = {}
+    _build_once(project, env, seeds, 0, memo, record=True)  # the replies, recorded
+    return _build_once(project, env, seeds, ledger_rows, memo, record=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int) -> None:
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"redis-server did not start on port {port}")
+
+
+def child_redis(project: Path, items: int, threads: int, latency: float, timeout_s: float) -> dict[str, Any]:
+    from playlisteval.build import build
+    from playlisteval.store import open_store
+
+    port = _free_port()
+    redis = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
+                              "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(project.parent)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {"PLAYLISTEVAL_BROKER__URL": json.dumps(f"redis://127.0.0.1:{port}/0"),
+           "PLAYLISTEVAL_BROKER__THREADS": str(threads), "PLAYLISTEVAL_SIM__LATENCY_S": str(latency),
+           "PLAYLISTEVAL_SIM__RATE_LIMITED": "0"}  # a rate-limit retry's backoff is the model's time, not the loop's
+    worker = None
+    try:
+        _wait_port(port)
+        project.mkdir(parents=True, exist_ok=True)
+        settings = _settings(project, env)
+        _seed(settings, items, 0)
+        engine = open_store(settings)
+        log = open(project / "worker.log", "wb")  # noqa: SIM115  (the worker writes it until it stops)
+        worker = subprocess.Popen([sys.executable, "-c", "from playlisteval.cli import main; main()", "--project",
+                                   str(project), "worker"], env={**os.environ, **env}, stdout=log, stderr=log)
+        time.sleep(2.0)  # the worker's consumers up before the first message
+        wall = time.perf_counter()
+        build(settings)
+        working = ("pending", "qa_generated", "qa_verified", "degraded", "distractors_generated")
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            left = _count(engine, "SELECT count(*) FROM item WHERE state IN ("
+                          + ", ".join(f"'{w}'" for w in working) + ")")
+            if not left:
+                break
+            time.sleep(0.2)
+        wall = time.perf_counter() - wall
+        figures = _step_figures(engine)
+        figures.update(s=round(wall, 2), items=items, threads=threads, latency_s=latency,
+                       timed_out=time.time() >= deadline, load=round(os.getloadavg()[0], 2))
+        return figures
+    finally:
+        if worker is not None:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+        redis.terminate()
+        redis.wait(timeout=10)
+
+
+def _step_figures(engine: Any) -> dict[str, Any]:
+    """Per item, each interval between two commits that holds model calls: the gap from the first
+    commit to the interval's first call, and the model's seconds against the interval's length."""
+    with engine.connect() as conn:
+        events = conn.exec_driver_sql("SELECT item_id, at FROM item_event ORDER BY item_id, version").all()
+        calls = conn.exec_driver_sql("SELECT item_id, created_at, latency_s, finished_at FROM model_call WHERE "
+                                     "item_id IS NOT NULL AND status <> 'cached' ORDER BY item_id, created_at").all()
+    by_item: dict[int, list[tuple[float, float, float]]] = {}
+    for item_id, at, latency, finished in calls:
+        by_item.setdefault(int(item_id), []).append((float(at), float(latency), float(finished or at)))
+    gaps: list[float] = []
+    tails: list[float] = []  # the step's last call's end → its commit
+    model_s = interval_s = 0.0
+    previous: tuple[int, float] | None = None
+    for item_id, at in events:
+        if previous is not None and previous[0] == item_id:
+            inside = [(c, lat, end) for c, lat, end in by_item.get(int(item_id), []) if previous[1] < c <= at]
+            if inside:
+                gaps.append(inside[0][0] - previous[1])
+                tails.append(at - inside[-1][2])
+                model_s += sum(lat for _, lat, _ in inside)
+                interval_s += at - previous[1]
+        previous = (item_id, float(at))
+    if not gaps:
+        return {"steps": 0}
+    gaps.sort()
+    return {"steps": len(gaps), "gap_ms_median": round(1000 * statistics.median(gaps), 1),
+            "gap_ms_p90": round(1000 * gaps[int(0.9 * (len(gaps) - 1))], 1),
+            "gap_ms_mean": round(1000 * statistics.fmean(gaps), 1),
+            "tail_ms_median": round(1000 * statistics.median(tails), 1),
+            "overhead_pct": round(100 * (1 - model_s / interval_s), 2) if interval_s else None}
+
+
+# -- the parent: one child per figure and tree -----------------------------------------------------------
+def _baseline_tree(rev: str) -> Path:
+    tree = OUT / f"steps-baseline-{rev}"
+    if not (tree / "playlisteval").is_dir():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", rev, "playlisteval"], cwd=ROOT, capture_output=True, check=True)
+        tar = tree / "src.tar"
+        tar.write_bytes(archive.stdout)
+        with tarfile.open(tar) as t:
+            t.extractall(tree)
+        tar.unlink()
+    return tree
+
+
+def _run_child(tree: Path, args: list[str], timeout_s: float) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "child", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"rc {done.returncode}"}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "child":
+        return _child(argv[1:])
+    ap = argparse.ArgumentParser(prog="python -m bench steps", description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=60, help="items of the in-process build")
+    ap.add_argument("--ledger-rows", type=int, default=100_000, help="earlier ledger rows of the second run")
+    ap.add_argument("--budget", type=float, default=1000.0, help="build budget: every paid call is checked")
+    ap.add_argument("--redis-items", type=int, default=8)
+    ap.add_argument("--redis-threads", type=int, default=8)
+    ap.add_argument("--latency", type=float, default=1.0, help="the sim's latency in the Redis runs (s)")
+    ap.add_argument("--baseline", default=BASELINE, help="the commit to compare with")
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--skip-redis", action="store_true")
+    ap.add_argument("--out", type=Path, default=OUT / "steps.json")
+    args = ap.parse_args(argv)
+    work = OUT / "steps-work"
+    shutil.rmtree(work, ignore_errors=True)
+    trees = {"new": ROOT}
+    if not args.no_baseline:
+        trees["old"] = _baseline_tree(args.baseline)
+    results: dict[str, Any] = {"baseline": None if args.no_baseline else args.baseline, "cores": os.cpu_count()}
+    runs = [("inproc", ["inproc", "{dir}", str(args.seeds), "0", str(args.budget)]),
+            ("inproc_ledger", ["inproc", "{dir}", str(args.seeds), str(args.ledger_rows), str(args.budget)])]
+    if not args.skip_redis:
+        runs.append(("redis", ["redis", "{dir}", str(args.redis_items), str(args.redis_threads), str(args.latency)]))
+    for name, template in runs:
+        for tree_name, tree in trees.items():
+            folder = work / f"{name}-{tree_name}"
+            child_args = [a.replace("{dir}", str(folder)) for a in template]
+            figure = _run_child(tree, child_args, timeout_s=900)
+            results.setdefault(name, {})[tree_name] = figure
+            print(f"{name:14s} {tree_name}: {json.dumps(figure)}", flush=True)
+        if "old" in results[name]:
+            new, old = results[name]["new"], results[name]["old"]
+            if name.startswith("inproc") and new.get("per_s") and old.get("per_s"):
+                results[name]["ratio"] = round(new["per_s"] / old["per_s"], 2)
+                print(f"{name:14s} transitions/s new/old = {results[name]['ratio']}x  (load "
+                      f"{new['load']} / {old['load']})", flush=True)
+            if name == "redis" and new.get("gap_ms_median") and old.get("gap_ms_median"):
+                results[name]["gap_ratio"] = round(old["gap_ms_median"] / new["gap_ms_median"], 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print(f"saved {args.out}")
+    return 0
+
+
+def _child(argv: list[str]) -> int:
+    kind, folder = argv[0], Path(argv[1])
+    folder.mkdir(parents=True, exist_ok=True)
+    if kind == "inproc":
+        out = child_inproc(folder, int(argv[2]), int(argv[3]), float(argv[4]))
+    else:
+        out = child_redis(folder, int(argv[2]), int(argv[3]), float(argv[4]), timeout_s=600)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
