@@ -9,7 +9,11 @@ Each ``NN_name.sql`` file holds one SELECT; it becomes the view ``name``, create
 so a view may use the views before it. The file's leading ``--`` comment is the view's description.
 A file without a number (``funnel.sql``) is a view created after the numbered ones. Files numbered
 below 10 are the base facts every other view joins (one row per item, pair, judgment…): they are
-computed once, as tables, rather than again inside each view that uses them.
+computed once, as tables, rather than again inside each view that uses them — unless the file carries
+the line ``-- analytics: view``: judgment_facts is a view over the narrow table judgment_core, since a
+million rows of repeated run and pair strings cost more to make once than to join in each query.
+The views are made by the first query (``ensure_views``): a report whose sections come from the
+cache (section_cache.py) makes none.
 Parameters that are settings (SPEC: every number is a setting) reach the SQL as the one-row table
 ``analytics_param``.
 

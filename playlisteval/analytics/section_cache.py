@@ -34,7 +34,7 @@ from playlisteval.config import Settings
 log = structlog.get_logger(__name__)
 
 TABLE = "_report_cache"  # in the analytics file: (key, benchmark shown, simulated banner, sections as JSON)
-LIBRARIES = ("duckdb", "numpy", "matplotlib", "jinja2", "pyarrow")
+LIBRARIES = ("duckdb", "numpy", "jinja2", "pyarrow")
 
 
 @functools.lru_cache(maxsize=1)
