@@ -118,11 +118,13 @@ def load_domain(engine: Engine, embedder: Embedder, domain_id: int, segment_embe
 
 
 # a run's domains, read once per process (a domain's blocks come to the same worker often); the vectors do
-# not change during a run (the coordinator made the missing ones before sending any block)
+# not change during a run (the coordinator made the missing ones before sending any block). Blocks are sent
+# in domain order, so two domains cover a worker's threads; more would hold a large domain's matrix (100k x
+# 1024 float32 is 400 MB) in a long-lived worker for nothing
 _domains: OrderedDict[tuple[str, int, int], DomainSegments] = OrderedDict()
 _loading: dict[tuple[str, int, int], threading.Lock] = {}
 _lock = threading.Lock()
-_KEEP = 4
+_KEEP = 2
 _warm: set[str] = set()
 
 
