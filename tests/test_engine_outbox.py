@@ -94,14 +94,20 @@ def test_a_message_lost_between_commit_and_send_is_sent_from_the_outbox(tmp_path
     assert events == item_row(engine, item_id).version  # no step committed twice
 
 
-def test_a_sent_message_is_crossed_off_and_a_row_is_taken_by_one_sweeper(tmp_path: Path) -> None:
-    settings = project(tmp_path, **QUIET_SIM)
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_a_sent_message_is_crossed_off_and_a_row_is_taken_by_one_sweeper(tmp_path: Path, store: str,
+                                                                          request: pytest.FixtureRequest) -> None:
+    url = {"store__url": request.getfixturevalue("pg_url")} if store == "postgresql" else {}
+    settings = project(tmp_path, **QUIET_SIM, **url)
     engine = seeded_store(settings, 1)
     (item_id,) = items.create_items(engine)
     assert run_step(App(settings), State.PENDING, item_id) is State.QA_GENERATED
     assert outbox.pending(engine) == {}  # sent after the commit, and crossed off
     with transaction(engine) as s:
-        outbox.put(s, item_id, State.QA_GENERATED)
+        outbox.put(s, item_id, State.PENDING)
+    with transaction(engine) as s:
+        outbox.put(s, item_id, State.QA_GENERATED)  # a later commit's row replaces an earlier one's
+    assert outbox.pending(engine) == {item_id: State.QA_GENERATED}
     with transaction(engine) as s:
         s.execute(text("UPDATE item_outbox SET created_at = created_at - 60"))
     [(due_id, state, written_at)] = outbox.due(engine, 30)

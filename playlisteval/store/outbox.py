@@ -14,6 +14,8 @@ replaces an earlier one's.
 from __future__ import annotations
 
 from sqlalchemy import delete, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -23,8 +25,17 @@ from playlisteval.store.tables import ItemOutbox, now
 
 
 def put(s: Session, item_id: int, state: State) -> None:
-    """Record, in the caller's transaction (the commit's), that ``item_id`` needs a message for ``state``."""
-    s.merge(ItemOutbox(item_id=item_id, state=state.value, created_at=now()))
+    """Record, in the caller's transaction (the commit's), that ``item_id`` needs a message for ``state``:
+    one upsert (a later commit's row replaces an earlier one's)."""
+    row = ItemOutbox(item_id=item_id, state=state.value, created_at=now())
+    dialect = s.get_bind().dialect.name
+    if dialect not in ("sqlite", "postgresql"):
+        s.merge(row)
+        return
+    insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
+    stmt = insert(ItemOutbox).values(item_id=row.item_id, state=row.state, created_at=row.created_at)
+    s.execute(stmt.on_conflict_do_update(index_elements=["item_id"],
+                                         set_={"state": stmt.excluded.state, "created_at": stmt.excluded.created_at}))
 
 
 def sent(engine: Engine, item_id: int, state: State) -> None:
