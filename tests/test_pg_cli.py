@@ -108,3 +108,7 @@ def test_sqlite_and_postgresql_give_the_same_benchmark_byte_for_byte(
     for name in EXPORTED:
         ours, theirs = (lite.root / "out" / name).read_bytes(), (pg.root / "out" / name).read_bytes()
         assert ours == theirs, f"{name} differs between SQLite and PostgreSQL"
+    # the retriever's figures as well: its blocks of questions are jobs on either store's engine
+    figures = ("questions", "k", "hit_both", "hit_any", "ndcg", "mean_segments", "chunks", "errors")
+    [ours_run], [theirs_run] = lite.json("eval", "retrieve", "--json"), pg.json("eval", "retrieve", "--json")
+    assert {f: ours_run[f] for f in figures} == {f: theirs_run[f] for f in figures}
