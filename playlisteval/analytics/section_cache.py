@@ -118,13 +118,16 @@ def save(an: Analytics, cache_key: str, kept: Kept) -> None:
     except (TypeError, ValueError) as exc:
         log.info("report.sections_not_kept", error=str(exc))
         return
-    an.con.execute("BEGIN")
-    try:  # made anew each time: only the latest report is kept, in this version's layout
-        an.con.execute(f"CREATE OR REPLACE TABLE {TABLE} (key VARCHAR, benchmark VARCHAR, simulated VARCHAR, "
-                       "sections VARCHAR)")
-        an.con.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?)",
-                       [cache_key, kept.benchmark, kept.simulated, text])
-        an.con.execute("COMMIT")
-    except BaseException:
-        an.con.execute("ROLLBACK")
-        raise
+    try:
+        an.con.execute("BEGIN")
+        try:  # made anew each time: only the latest report is kept, in this version's layout
+            an.con.execute(f"CREATE OR REPLACE TABLE {TABLE} (key VARCHAR, benchmark VARCHAR, simulated VARCHAR, "
+                           "sections VARCHAR)")
+            an.con.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?)",
+                           [cache_key, kept.benchmark, kept.simulated, text])
+            an.con.execute("COMMIT")
+        except BaseException:
+            an.con.execute("ROLLBACK")
+            raise
+    except duckdb.Error as exc:  # the report is written all the same; the next one computes its sections
+        log.warning("report.sections_not_kept", error=str(exc).splitlines()[0])
