@@ -22,11 +22,11 @@ from dramatiq.brokers.stub import StubBroker
 from sqlalchemy import text
 
 from playlisteval.actors import App, middleware, tasks
-from playlisteval.actors.step import limits_for, run_step
+from playlisteval.actors.step import fault_backoff_ms, limits_for, run_step
 from playlisteval.build import build
-from playlisteval.errors import BudgetExceeded, InfrastructureError, TransientModelError
+from playlisteval.errors import BudgetExceeded, CheckerFault, InfrastructureError, TransientModelError
 from playlisteval.models.runner import PAUSED_KEY
-from playlisteval.stages import STAGES
+from playlisteval.stages import STAGES, faults
 from playlisteval.state import State
 from playlisteval.store import items, outbox, transaction
 from playlisteval.store.tables import Item, KeyValue
@@ -171,6 +171,36 @@ def test_a_transient_model_error_is_not_retried_by_dramatiq(tmp_path: Path, monk
     assert item_row(engine, locked).state not in ("pending", "failed")  # and went on to the end
     assert not app.broker.dead_letters  # type: ignore[attr-defined]
     assert items.retry_failed(engine, limits_for(settings)) == [flaky]  # and retry-failed resumes it
+
+
+def test_a_checker_faults_step_is_sent_again_not_retried_by_dramatiq(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault is recorded, the item given back and its step sent again as a new, delayed message (the broker's
+    retry would not take it: ``retry_when`` is for infrastructure errors only)."""
+    settings = project(tmp_path, **QUIET_SIM)
+    engine = seeded_store(settings, 1)
+    (item_id,) = items.create_items(engine)
+    asked: list[int] = []
+    real = STAGES[State.PENDING]
+
+    def stage(ctx: Any) -> Any:
+        asked.append(ctx.item_id)
+        if len(asked) < faults.FAULTS_PER_STEP:
+            raise CheckerFault("C2.1", "C2_transcript_verify", "no JSON object")
+        return real(ctx)
+
+    monkeypatch.setitem(STAGES, State.PENDING, stage)
+    app = App(settings, broker=StubBroker())
+    first = app.actors[State.PENDING].options["min_backoff"]  # the actor's backoff, doubled per fault in a row
+    assert (fault_backoff_ms(app, State.PENDING, 1), fault_backoff_ms(app, State.PENDING, 2)) == (first, 2 * first)
+    worker_run(app, monkeypatch, [item_id])
+    assert len(asked) == faults.FAULTS_PER_STEP  # two faults, then the step went through
+    assert item_row(engine, item_id).state not in ("pending", "failed")
+    with transaction(engine) as s:
+        verdicts = s.exec(text("SELECT verdict FROM gate_result WHERE item_id = :i"),  # type: ignore[call-overload]
+                          params={"i": item_id}).all()
+    assert [v for (v,) in verdicts].count(faults.FAULT) == faults.FAULTS_PER_STEP - 1
+    assert not app.broker.dead_letters  # type: ignore[attr-defined]
 
 
 # -- the step middleware -------------------------------------------------------------------------------
