@@ -74,7 +74,7 @@ def _running(k: int, resamples: int, seed: int, signs: bool) -> NDArray[np.float
     a … b−1 (exact: integers)."""
     m = intervals._one_chunk_of_signs(k, resamples, seed) if signs else intervals._weights(k, resamples, seed)
     out = np.zeros((k + 1, resamples))
-    np.cumsum(m.T, axis=0, out=out[1:])
+    out[1:] = np.cumsum(m, axis=1).T  # summed along the rows as stored (a strided cumsum is 10× slower)
     out.flags.writeable = False
     return out
 
