@@ -75,6 +75,13 @@ class Turn:
         """Whether the step is to run: claimed, not failed as poison, no hook failed."""
         return self.claim is not None and not self.settled and self.error is None
 
+    def end_heartbeat(self) -> None:
+        """Stop renewing the lease: the step is about to commit or give the item back (a beat after that
+        would find the lease gone and report it lost)."""
+        if self.heartbeat is not None:
+            heartbeat, self.heartbeat = self.heartbeat, None
+            heartbeat.__exit__(None, None, None)
+
 
 _local = threading.local()
 
@@ -154,6 +161,7 @@ class StepClaim(StepMiddleware):
 def release_quietly(turn: Turn) -> None:
     """Give the item back unmoved; if the store itself fails, the lease lapses (no heartbeat) and is swept."""
     assert turn.claim is not None
+    turn.end_heartbeat()
     turn.settled = True
     try:
         items.release(turn.app.engine, turn.claim)
@@ -204,9 +212,7 @@ class LeaseHeartbeat(StepMiddleware):
             turn.heartbeat.__enter__()
 
     def leave(self, turn: Turn, exception: BaseException | None) -> None:
-        if turn.heartbeat is not None:
-            heartbeat, turn.heartbeat = turn.heartbeat, None
-            heartbeat.__exit__(None, None, None)
+        turn.end_heartbeat()
 
 
 #: the step middleware in the order of their ``before_*`` hooks

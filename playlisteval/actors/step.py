@@ -77,6 +77,7 @@ def _commit(turn: Turn, event: Event, limits: Limits, write: items.Writer | None
             error: str | None = None, reason: str = "") -> State | None:
     """Commit the step (its next message into the outbox with it), then send that message."""
     assert turn.claim is not None
+    turn.end_heartbeat()
     moved = items.commit(turn.app.engine, turn.claim, event, limits, write, error=error)
     turn.settled = True
     if moved is None:
