@@ -14,6 +14,9 @@ one after the other in the same run, so a ratio is taken on the same machine und
    as many as items, so no item waits for a thread), ``--redis-items`` items, sim latency 1 s. From
    the store: gap = first call of a step − the previous step's commit (``item_event.at``), per step that
    calls a model; overhead = 1 − (model seconds) / (commit-to-commit seconds) over those steps.
+3. ``redis_saturated``: the same with four items per thread (half the threads): messages wait in Redis
+   while every thread is in a call; busy = model seconds / (threads x the time every thread had an
+   item), so a consumer asleep while work waits shows as idle threads.
 
     .venv/bin/python -m bench steps [--seeds 60] [--ledger-rows 100000] [--baseline REV | --no-baseline]
 
@@ -197,6 +200,7 @@ def _wait_port(port: int) -> None:
 
 def child_redis(project: Path, items: int, threads: int, latency: float, timeout_s: float) -> dict[str, Any]:
     from playlisteval.build import build
+    from playlisteval.state import WORKING
     from playlisteval.store import open_store
 
     port = _free_port()
@@ -219,7 +223,7 @@ def child_redis(project: Path, items: int, threads: int, latency: float, timeout
         time.sleep(2.0)  # the worker's consumers up before the first message
         wall = time.perf_counter()
         build(settings)
-        working = ("pending", "qa_generated", "qa_verified", "degraded", "distractors_generated")
+        working = [st.value for st in WORKING]
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             left = _count(engine, "SELECT count(*) FROM item WHERE state IN ("
@@ -229,6 +233,10 @@ def child_redis(project: Path, items: int, threads: int, latency: float, timeout
             time.sleep(0.2)
         wall = time.perf_counter() - wall
         figures = _step_figures(engine)
+        figures.update(_busy(engine, threads, items))
+        with engine.connect() as conn:
+            figures["states"] = {str(k): int(v) for k, v in conn.exec_driver_sql(
+                "SELECT state, count(*) FROM item GROUP BY state")}
         figures.update(s=round(wall, 2), items=items, threads=threads, latency_s=latency,
                        timed_out=time.time() >= deadline, load=round(os.getloadavg()[0], 2))
         return figures
@@ -274,6 +282,31 @@ def _step_figures(engine: Any) -> dict[str, Any]:
             "gap_ms_mean": round(1000 * statistics.fmean(gaps), 1),
             "tail_ms_median": round(1000 * statistics.median(tails), 1),
             "overhead_pct": round(100 * (1 - model_s / interval_s), 2) if interval_s else None}
+
+
+def _busy(engine: Any, threads: int, items: int) -> dict[str, Any]:
+    """How busy the worker's threads kept the model while every thread had an item to work on: model
+    seconds / (threads x that window), the window ending when fewer items than threads were left. With
+    more items than threads, a consumer that sleeps while messages wait shows here as idle threads."""
+    from playlisteval.state import TERMINAL
+
+    done = tuple(st.value for st in TERMINAL)
+    with engine.connect() as conn:
+        start = conn.exec_driver_sql("SELECT min(created_at) FROM model_call WHERE item_id IS NOT NULL").scalar()
+        ends = [float(t) for (t,) in conn.exec_driver_sql(
+            "SELECT at FROM item_event WHERE to_state IN (" + ", ".join(f"'{d}'" for d in done) + ") ORDER BY at")]
+        if start is None or len(ends) <= items - threads:
+            return {}
+        end = ends[items - threads] if items > threads else ends[0]
+        rows = conn.exec_driver_sql("SELECT created_at, finished_at, latency_s FROM model_call WHERE item_id IS NOT "
+                                    "NULL AND status <> 'cached' AND finished_at IS NOT NULL").all()
+    model = 0.0
+    for created, finished, latency in rows:  # each call's model seconds, clipped to the window
+        inside = max(0.0, min(float(finished), end) - max(float(created), float(start)))
+        span = float(finished) - float(created)
+        model += float(latency) * (inside / span if span > 0 else 0.0)
+    window = end - float(start)
+    return {"busy_pct": round(100 * model / (threads * window), 1), "busy_window_s": round(window, 1)}
 
 
 # -- the parent: one child per figure and tree -----------------------------------------------------------
@@ -325,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
             ("inproc_ledger", ["inproc", "{dir}", str(args.seeds), str(args.ledger_rows), str(args.budget)])]
     if not args.skip_redis:
         runs.append(("redis", ["redis", "{dir}", str(args.redis_items), str(args.redis_threads), str(args.latency)]))
+        # more items than threads: messages wait in Redis while threads finish their calls
+        few = max(1, args.redis_threads // 2)
+        runs.append(("redis_saturated", ["redis", "{dir}", str(4 * few), str(few), str(args.latency)]))
     for name, template in runs:
         for tree_name, tree in trees.items():
             folder = work / f"{name}-{tree_name}"
@@ -338,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[name]["ratio"] = round(new["per_s"] / old["per_s"], 2)
                 print(f"{name:14s} transitions/s new/old = {results[name]['ratio']}x  (load "
                       f"{new['load']} / {old['load']})", flush=True)
-            if name == "redis" and new.get("gap_ms_median") and old.get("gap_ms_median"):
+            if name.startswith("redis") and new.get("gap_ms_median") and old.get("gap_ms_median"):
                 results[name]["gap_ratio"] = round(old["gap_ms_median"] / new["gap_ms_median"], 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))

@@ -105,18 +105,18 @@ def install(conn: Connection) -> None:
         f"SELECT purpose, SUM({paid}), SUM({reserved}), SUM({interrupted}) FROM model_call GROUP BY purpose")
 
 
+_TOTAL = text("SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p")
+_OPEN_OF = text("SELECT COALESCE(SUM(estimated_usd), 0) FROM model_call WHERE request_hash = :h AND purpose = :p "
+                "AND (status = 'in_flight' OR (status = 'interrupted' AND latency_s = 0))")
+
+
 def committed(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
     """Paid + reserved + interrupted of ``purpose`` (``Spend.committed``), from its running total: one row.
     ``exclude_hash``: the open rows of that request (in flight, or cut short) are left out (an indexed
     look-up by request hash)."""
-    row = session.execute(text("SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p"),
-                          {"p": purpose}).first()
+    row = session.execute(_TOTAL, {"p": purpose}).first()
     total = float(row[0]) if row is not None and row[0] is not None else 0.0
     if exclude_hash is not None:
-        _, reserved, interrupted = _parts("model_call")
-        mine = session.execute(text(
-            f"SELECT COALESCE(SUM(({reserved}) + ({interrupted})), 0) FROM model_call "
-            "WHERE request_hash = :h AND purpose = :p AND status IN ('in_flight', 'interrupted')"),
-            {"h": exclude_hash, "p": purpose}).first()
+        mine = session.execute(_OPEN_OF, {"h": exclude_hash, "p": purpose}).first()
         total -= float(mine[0]) if mine is not None else 0.0
     return total
