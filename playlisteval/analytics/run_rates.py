@@ -53,6 +53,10 @@ def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list
     """The judge_sweeps view's rows with ``accuracy_ci``, ``main_accuracy_ci`` and the paired
     ``difference_ci`` (sweep − main run over the pairs both judged, with its p-value)."""
     where, params = bench_filter(bench, "")
+    # a sweep is a run that is not a main one (judge_sweeps reads run_status): none, no need to aggregate
+    # every judgment per run and domain to find out
+    if not an.rows(f"SELECT run_id FROM run_status WHERE NOT main AND {where} LIMIT 1", params):
+        return []
     rows = an.rows(f"SELECT *, CASE WHEN swapped THEN 'swapped' ELSE 'forward' END AS sides FROM judge_sweeps "
                    f"WHERE {where} ORDER BY judge, evidence, scope, swapped, varies, run_id", params)
     if not rows:
