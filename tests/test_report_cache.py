@@ -138,3 +138,16 @@ def test_extra_sections_are_made_by_every_report(store: Any, tmp_path: Path) -> 
     second = page(settings, engine, tmp_path / "b.html", extra=[extra])
     assert len(made) == 2 and "Human study 1" in first and "Human study 2" in second
     assert second.index('id="human"') < second.index('id="hardest"')
+
+
+def test_postgresql_store_reuses_and_recomputes(tmp_path: Path, request: pytest.FixtureRequest,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = project(tmp_path, store__url=request.getfixturevalue("pg_url"))
+    engine = open_store(settings)
+    analytics_fixtures.build(engine)
+    counted = Counted(monkeypatch)
+    first = page(settings, engine, tmp_path / "a.html")
+    assert page(settings, engine, tmp_path / "b.html") == first and counted.calls == 1
+    _new_run(engine)
+    after = page(settings, engine, tmp_path / "c.html")
+    assert counted.calls == 2 and after != first and after == fresh(settings, engine, tmp_path / "d.html")
