@@ -14,7 +14,9 @@ one after the other in the same run, so a ratio is taken on the same machine und
    as many as items, so no item waits for a thread), ``--redis-items`` items, sim latency 1 s. From
    the store: gap = first call of a step − the previous step's commit (``item_event.at``), per step that
    calls a model; overhead = 1 − (model seconds) / (commit-to-commit seconds) over those steps.
-3. ``redis_saturated``: the same with four items per thread (half the threads): messages wait in Redis
+3. ``redis_few``: two items on two threads (the queue is mostly empty, so a consumer's back-off grows), also
+   run with this tree's worker polling at dramatiq's default bound (1 s) instead of ``workers.POLL_MS``.
+4. ``redis_saturated``: the same with four items per thread (half the threads): messages wait in Redis
    while every thread is in a call; busy = model seconds / (threads x the time every thread had an
    item), so a consumer asleep while work waits shows as idle threads.
 
@@ -323,8 +325,20 @@ def _baseline_tree(rev: str) -> Path:
     return tree
 
 
-def _run_child(tree: Path, args: list[str], timeout_s: float) -> dict[str, Any]:
+_POLL_HOOK = """import os
+if os.environ.get("PE_BENCH_POLL_MS"):  # bench/steps_speed.py: the worker's poll bound set for one run
+    import playlisteval.workers as workers
+    workers.POLL_MS = int(os.environ["PE_BENCH_POLL_MS"])
+"""
+
+
+def _run_child(tree: Path, args: list[str], timeout_s: float, poll_ms: int | None = None) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if poll_ms is not None:  # the worker process picks the bound up through a sitecustomize of its own
+        hook = OUT / "steps-poll-hook"
+        hook.mkdir(parents=True, exist_ok=True)
+        (hook / "sitecustomize.py").write_text(_POLL_HOOK)
+        env.update(PYTHONPATH=f"{tree}{os.pathsep}{hook}", PE_BENCH_POLL_MS=str(poll_ms))
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "child", *args], env=env,
                           capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
@@ -359,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_redis:
         runs.append(("redis", ["redis", "{dir}", str(args.redis_items), str(args.redis_threads), str(args.latency)]))
         # more items than threads: messages wait in Redis while threads finish their calls
+        # two items on two threads: the queue is empty most of the time, the consumer's back-off grows
+        runs.append(("redis_few", ["redis", "{dir}", "2", "2", str(args.latency)]))
         few = max(1, args.redis_threads // 2)
         runs.append(("redis_saturated", ["redis", "{dir}", str(4 * few), str(few), str(args.latency)]))
     for name, template in runs:
@@ -368,6 +384,11 @@ def main(argv: list[str] | None = None) -> int:
             figure = _run_child(tree, child_args, timeout_s=900)
             results.setdefault(name, {})[tree_name] = figure
             print(f"{name:14s} {tree_name}: {json.dumps(figure)}", flush=True)
+        if name == "redis_few":  # this tree with dramatiq's default poll bound (1 s): what POLL_MS buys
+            figure = _run_child(ROOT, [a.replace("{dir}", str(work / f"{name}-poll1000")) for a in template],
+                                timeout_s=900, poll_ms=1000)
+            results[name]["new_poll_1000ms"] = figure
+            print(f"{name:14s} new, poll 1000 ms: {json.dumps(figure)}", flush=True)
         if "old" in results[name]:
             new, old = results[name]["new"], results[name]["old"]
             if name.startswith("inproc") and new.get("per_s") and old.get("per_s"):
