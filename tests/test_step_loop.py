@@ -152,3 +152,24 @@ def test_clip_lines_are_kept_by_content_and_a_reindex_is_seen(tmp_path: Path) ->
     again = load_clips(engine, item_id)
     lines = [text for clip in again for _, text in clip.lines]
     assert lines and all(text.startswith("changed ") for text in lines)
+
+
+def test_a_foreground_run_waits_with_one_thread(tmp_path: Path) -> None:
+    """A join with a timeout left a thread blocked until the queue drained, one per tick."""
+    import threading
+
+    from playlisteval.actors.app import App
+    from playlisteval.state import State as S
+    from playlisteval.workers import run_foreground
+
+    settings = project(tmp_path, sim__latency_s=0.05)
+    engine = seeded_store(settings, 2)
+    app = App(settings, engine=engine)
+    waiting: list[int] = []
+
+    def tick() -> None:
+        waiting.append(sum(t.name in ("join_and_signal_thread", "foreground-join") for t in threading.enumerate()))
+
+    run_foreground(app, [(i, S.PENDING) for i in items.create_items(engine)], tick, tick_s=0.05)
+    assert len(waiting) > 3 and max(waiting) <= 1
+    assert items.is_done(engine)
