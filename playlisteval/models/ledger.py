@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Table, bindparam, case, insert, select, update
+from sqlalchemy import Table, and_, bindparam, case, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -47,6 +47,10 @@ _FINISH = update(_CALL).where(_CALL.c.id == bindparam("call_id")).values(
 ).returning(_CALL.c.usd)
 _KEYS_BETWEEN = select(_CACHE.c.request_hash).where(_CACHE.c.request_hash > bindparam("low"),
                                                     _CACHE.c.request_hash < bindparam("high"))
+# a request's cached answer and the keys of its repaired tries (``<key>:try<n>``), in one statement
+_LOOKUP = select(_CACHE.c.request_hash, _CACHE.c.response).where(or_(
+    _CACHE.c.request_hash == bindparam("key"),
+    and_(_CACHE.c.request_hash > bindparam("low"), _CACHE.c.request_hash < bindparam("high"))))
 _INSERT_NEW: dict[tuple[str, str], Any] = {}
 
 
@@ -57,6 +61,18 @@ def _conn(s: Any) -> Connection:
 
 def dialect(s: Any) -> str:
     return str(_conn(s).dialect.name)
+
+
+def lookup(s: Any, key: str) -> tuple[dict[str, Any] | None, set[str]]:
+    """The cached answer to ``key`` (None: not cached) and the cache keys of its repaired tries."""
+    answer: dict[str, Any] | None = None
+    tries: set[str] = set()
+    for found, response in _conn(s).execute(_LOOKUP, {"key": key, "low": f"{key}:try", "high": f"{key}:tryz"}):
+        if found == key:
+            answer = response
+        else:
+            tries.add(str(found))
+    return answer, tries
 
 
 def keys_between(s: Any, low: str, high: str) -> set[str]:

@@ -285,10 +285,10 @@ class Runner:
         """The cache look-up and the first try's reservation in one transaction: the cached answer, or
         (the repaired tries stored earlier, the reserved ledger row; None when try 0 is to be replayed)."""
         with self.engine.begin() as s:  # a connection: no ORM session needed
-            hit = self._hit_in(s, key, spec, request)
+            answer, tried = ledger.lookup(s, key)
+            hit = self._hit_in(s, key, spec, request, answer) if answer is not None else None
             if hit is not None:
                 return hit
-            tried = _tries_in(s, key)
             if f"{key}:try0" in tried:
                 return tried, None
             return tried, self._reserve_in(s, key, spec, request, estimate)
@@ -302,10 +302,11 @@ class Runner:
         with self.engine.begin() as s:
             return self._hit_in(s, key, spec, request)
 
-    def _hit_in(self, s: Any, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
-        """The cached answer to ``key`` with its ledger row (0 USD) added, or None (in the caller's
-        transaction)."""
-        hit = ledger.cached_response(s, key)
+    def _hit_in(self, s: Any, key: str, spec: str, request: ModelRequest,
+                hit: dict[str, Any] | None = None) -> ModelResponse | None:
+        """The cached answer to ``key`` (``hit``: already read) with its ledger row (0 USD) added, or None
+        (in the caller's transaction)."""
+        hit = hit if hit is not None else ledger.cached_response(s, key)
         if hit is None:
             return None
         provider, model = split_spec(spec)

@@ -106,17 +106,19 @@ def install(conn: Connection) -> None:
 
 
 _TOTAL = text("SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p")
-_OPEN_OF = text("SELECT COALESCE(SUM(estimated_usd), 0) FROM model_call WHERE request_hash = :h AND purpose = :p "
-                "AND (status = 'in_flight' OR (status = 'interrupted' AND latency_s = 0))")
+# the total less this request's open rows, in one statement (a budget check runs before every paid call)
+_TOTAL_LESS_OPEN = text(
+    "SELECT COALESCE((SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p), 0) - "
+    "(SELECT COALESCE(SUM(estimated_usd), 0) FROM model_call WHERE request_hash = :h AND purpose = :p "
+    "AND (status = 'in_flight' OR (status = 'interrupted' AND latency_s = 0)))")
 
 
 def committed(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
     """Paid + reserved + interrupted of ``purpose`` (``Spend.committed``), from its running total: one row.
     ``exclude_hash``: the open rows of that request (in flight, or cut short) are left out (an indexed
     look-up by request hash)."""
-    row = session.execute(_TOTAL, {"p": purpose}).first()
-    total = float(row[0]) if row is not None and row[0] is not None else 0.0
     if exclude_hash is not None:
-        mine = session.execute(_OPEN_OF, {"h": exclude_hash, "p": purpose}).first()
-        total -= float(mine[0]) if mine is not None else 0.0
-    return total
+        value = session.execute(_TOTAL_LESS_OPEN, {"p": purpose, "h": exclude_hash}).scalar()
+    else:
+        value = session.execute(_TOTAL, {"p": purpose}).scalar()
+    return float(value) if value is not None else 0.0
