@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
 from playlisteval.analytics import interval_batch, intervals
@@ -102,24 +100,26 @@ def aggregate(an: Analytics, sql: str, params: Sequence[Any], keys: Sequence[str
         raise ValueError(f"unknown bootstrap unit {boot.unit!r}; one of {', '.join(UNITS)}")
     head = "".join(f"u.{k} AS k{i}, " for i, k in enumerate(keys))
     order = ", ".join(f"k{i}" for i in range(len(keys))) or "true"
-    table = an.table(f"SELECT *, dense_rank() OVER (ORDER BY {order}) AS g FROM ("
-                     f"SELECT {head}c.{boot.unit} AS cluster, count(*) AS n, "
-                     + ", ".join(f"sum(u.{v}) AS v{i}" for i, v in enumerate(values))
-                     + f" FROM ({sql}) AS u JOIN question_cluster AS c ON c.item_id = u.item_id GROUP BY ALL"
-                     ") ORDER BY g", list(params))
-    if table.num_rows == 0:
+    # the clusters numbered in DuckDB (any numbering consistent within one aggregate will do: Sums.merge
+    # and the intervals' canonical order depend on which rows share a label, not on the labels' order),
+    # and the columns fetched as NumPy arrays: pyarrow's to_numpy would import pandas (issue 13)
+    got = an.arrays(f"SELECT *, dense_rank() OVER (ORDER BY {order}) AS g, "
+                    "dense_rank() OVER (ORDER BY cluster) AS label FROM ("
+                    f"SELECT {head}c.{boot.unit} AS cluster, count(*) AS n, "
+                    + ", ".join(f"sum(u.{v}) AS v{i}" for i, v in enumerate(values))
+                    + f" FROM ({sql}) AS u JOIN question_cluster AS c ON c.item_id = u.item_id GROUP BY ALL"
+                    ") ORDER BY g", list(params))
+    group = np.asarray(got["g"])
+    if len(group) == 0:
         return {}
-    cells = np.column_stack([table.column("n").to_numpy().astype(np.float64)]
-                            + [table.column(f"v{i}").to_numpy().astype(np.float64) for i in range(len(values))])
-    labels = pc.dictionary_encode(table.column("cluster").combine_chunks()).indices.to_numpy().astype(np.int64)
-    group = table.column("g").to_numpy()
+    cells = np.column_stack([np.asarray(got["n"], dtype=np.float64)]
+                            + [np.asarray(got[f"v{i}"], dtype=np.float64) for i in range(len(values))])
+    labels = np.asarray(got["label"], dtype=np.int64)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(group)) + 1])
     ends = np.append(starts[1:], len(group))
-    heads = table.select([f"k{i}" for i in range(len(keys))]).take(pa.array(starts)).to_pydict()
-    key_cols = [heads[f"k{i}"] for i in range(len(keys))]
+    key_cols = [got[f"k{i}"][starts].tolist() for i in range(len(keys))]  # masked (NULL) → None
     return {tuple(c[g] for c in key_cols): Sums(labels[a:b], cells[a:b])
             for g, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True))}
-
 
 def pick(sums: dict[Key, Sums], prefix: Key, domain: str, domain_at: int = -1) -> Sums | None:
     """The group ``prefix`` in ``domain`` ('All': merged over every domain, the key's last part)."""

@@ -10,26 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
-
 from playlisteval.config import Settings
 from playlisteval.eval import runkey
 
-SCHEMA = pa.schema([("run_id", pa.int64()), ("options_hash", pa.string()), ("variant_hash", pa.string()),
-                    ("is_default", pa.bool_()), ("varies", pa.string())])
+# the table's columns; its rows are written as SQL (analytics/sql_values.py: no pandas import)
+COLUMNS = [("run_id", "BIGINT"), ("options_hash", "VARCHAR"), ("variant_hash", "VARCHAR"), ("is_default", "BOOLEAN"),
+           ("varies", "VARCHAR")]
 
 
-def run_options_table(judge_run: pa.Table | None, settings: Settings | None) -> pa.Table:
-    """One row per run: its options hash, the hash of its options but evidence/scope/sides, whether
-    those equal the configured defaults, and the options it changes ("frames=16, thinking=high")."""
-    from playlisteval.eval.options import default_settings  # evidence and media code: only when needed
+def run_options_rows(judge_run: list[tuple[Any, ...]] | None, settings: Settings | None) -> list[tuple[Any, ...]]:
+    """One row per judge run (id, evidence, settings as stored), in ``COLUMNS``: its options hash, the
+    hash of its options but evidence/scope/sides, whether those equal the configured defaults, and the
+    options it changes ("frames=16, thinking=high")."""
+    from playlisteval.eval.options import default_settings  # eval code: only when a report needs it
 
     defaults = default_settings(settings if settings is not None else Settings())
-    rows: list[dict[str, Any]] = []
-    if judge_run is not None:
-        for run in judge_run.select(["id", "evidence", "settings"]).to_pylist():
-            recorded = runkey.parse_settings(run["settings"])
-            varies = runkey.varies(recorded, defaults.get(str(run["evidence"])))
-            rows.append({"run_id": run["id"], "options_hash": runkey.options_hash(recorded),
-                         "variant_hash": runkey.variant_hash(recorded), "is_default": varies == "", "varies": varies})
-    return pa.Table.from_pylist(rows, schema=SCHEMA)
+    rows: list[tuple[Any, ...]] = []
+    for run_id, evidence, settings_json in judge_run or []:
+        recorded = runkey.parse_settings(settings_json)
+        varies = runkey.varies(recorded, defaults.get(str(evidence)))
+        rows.append((run_id, runkey.options_hash(recorded), runkey.variant_hash(recorded), varies == "", varies))
+    return rows

@@ -37,10 +37,10 @@ import pyarrow as pa
 import structlog
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import mirror, scan
+from playlisteval.analytics import mirror, scan, sql_values
 from playlisteval.analytics.loader import AnalyticsError, load_tables
 from playlisteval.analytics.mirror import Mirror, SyncStats
-from playlisteval.analytics.run_options import run_options_table
+from playlisteval.analytics.run_options import COLUMNS, run_options_rows
 from playlisteval.config import Settings
 
 log = structlog.get_logger(__name__)
@@ -107,12 +107,14 @@ HEAVY_COLUMNS = {
 }
 
 
-def _params(settings: Settings | None) -> pa.Table:
+def _params(con: duckdb.DuckDBPyConnection, settings: Settings | None) -> None:
+    """The one-row table ``analytics_param``: the ``[analytics]`` settings."""
     from playlisteval.config import AnalyticsSettings
 
     section = settings.analytics if settings is not None else AnalyticsSettings()
     values = section.model_dump()
-    return pa.table({key: [value] for key, value in values.items()})
+    sql_values.temp_table(con, "analytics_param", [(k, sql_values.sql_type(v)) for k, v in values.items()],
+                          [list(values.values())])
 
 
 def analytics_file(settings: Settings | None) -> Path | None:
@@ -122,13 +124,6 @@ def analytics_file(settings: Settings | None) -> Path | None:
     if settings is None or not (settings.root / CONFIG_NAME).exists():
         return None
     return settings.root / FILE_NAME
-
-
-def _arrow(relation: duckdb.DuckDBPyRelation) -> pa.Table:
-    # DuckDB 2 names it to_arrow_table; 1.x arrow()
-    fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-    table: pa.Table = fetch()
-    return table
 
 
 def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[str, ...]],
@@ -184,13 +179,15 @@ class Analytics:
         self._views_made = True
 
     def _views(self, settings: Settings | None) -> None:
-        self.con.register("analytics_param", _params(settings))
+        # written as SQL, not registered from Python objects (sql_values.py: no pandas import)
+        _params(self.con, settings)
         # each judge run's options against the configured defaults: which run is a judge's main one
         try:
-            judge_run: pa.Table | None = _arrow(self.con.sql("SELECT id, evidence, settings FROM judge_run"))
+            judge_run: list[tuple[Any, ...]] | None = self.con.execute(
+                "SELECT id, evidence, settings FROM judge_run").fetchall()
         except duckdb.CatalogException:  # a store without the table (very old): no runs
             judge_run = None
-        self.con.register("judge_run_options", run_options_table(judge_run, settings))
+        sql_values.temp_table(self.con, "judge_run_options", COLUMNS, run_options_rows(judge_run, settings))
         for view in self.views:
             try:  # TEMP: the analytics file keeps the store's tables only, never the views
                 kind = "TEMP TABLE" if view.materialized else "TEMP VIEW"
@@ -222,11 +219,21 @@ class Analytics:
         try:
             # execute + fetch, not sql(): a relation made with parameters runs its query twice (measured:
             # 0.16 s against 0.03 s for an aggregate over a million judgments)
-            cursor = self.con.execute(sql, params or [])
+            cursor = sql_values.execute(self.con, sql, params or [])
             if cursor.description is None:  # not a query (our own SQL always is; user_query checks first)
                 raise AnalyticsError("the statement returned no rows")
             table: pa.Table = cursor.fetch_arrow_table()
             return table
+        except duckdb.Error as exc:
+            raise AnalyticsError(str(exc)) from exc
+
+    def arrays(self, sql: str, params: list[Any] | None = None) -> dict[str, Any]:
+        """Run one of our own queries and return its columns as NumPy arrays (masked where NULL): what
+        numbers go on to NumPy fetch this way, since pyarrow's ``to_numpy`` imports pandas (issue 13)."""
+        self.ensure_views()
+        try:
+            columns: dict[str, Any] = sql_values.execute(self.con, sql, params or []).fetchnumpy()
+            return columns
         except duckdb.Error as exc:
             raise AnalyticsError(str(exc)) from exc
 

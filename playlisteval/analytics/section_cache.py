@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 import structlog
 
+from playlisteval.analytics import sql_values
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.scan import literal, quote
 from playlisteval.analytics.tabular import DisplayTable, Section
@@ -123,8 +124,8 @@ def save(an: Analytics, cache_key: str, kept: Kept) -> None:
         try:  # made anew each time: only the latest report is kept, in this version's layout
             an.con.execute(f"CREATE OR REPLACE TABLE {TABLE} (key VARCHAR, benchmark VARCHAR, simulated VARCHAR, "
                            "sections VARCHAR)")
-            an.con.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?)",
-                           [cache_key, kept.benchmark, kept.simulated, text])
+            values = [sql_values.literal(v) for v in (cache_key, kept.benchmark, kept.simulated, text)]
+            an.con.execute(f"INSERT INTO {TABLE} VALUES ({', '.join(values)})")  # not bound: sql_values.py
             an.con.execute("COMMIT")
         except BaseException:
             an.con.execute("ROLLBACK")

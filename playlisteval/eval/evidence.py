@@ -29,12 +29,11 @@ from sqlalchemy.engine import Engine
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, MediaError
 from playlisteval.eval.corpus import Corpora, CorpusChunk, CorpusVideo, Question
+from playlisteval.eval.modes import MODES
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.search import corpus_index, index_cache_dir
 from playlisteval.index.vectors import VectorIndex, exact_search
 from playlisteval.media.kept import KeptFrames, kept_root
-
-MODES = ("retrieved", "uniform", "oracle")
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from playlisteval.config import Settings
-from playlisteval.errors import BudgetExceeded, ConfigError, ModelError, ProviderNotAvailable, QuotaExhausted
+from playlisteval.errors import BudgetExceeded, ModelError, ProviderNotAvailable, QuotaExhausted
 from playlisteval.eval.evidence import Evidence
 from playlisteval.eval.media import audio_parts, image_parts
+from playlisteval.eval.modes import MODALITIES, AudioOptions, check_modality  # also imported from here
 from playlisteval.eval.verdicts import ERROR, outcome_of, parse_verdict
 from playlisteval.gates.citations import strip_citations
 from playlisteval.models.request import AudioPart, GenerationSettings, ImagePart, ModelRequest, TextPart
@@ -21,27 +22,6 @@ from playlisteval.prompts.render import render
 from playlisteval.stages.context import prompts_dir_of
 
 TEMPLATE = "g4_judge.j2"
-#: modality → (frames shown, second stream)
-MODALITIES: dict[str, tuple[bool, str | None]] = {
-    "frames+transcript": (True, "transcript"),
-    "frames": (True, None),
-    "transcript": (False, "transcript"),
-    "frames+audio": (True, "audio"),
-    "audio": (False, "audio"),
-}
-
-
-def check_modality(modality: str) -> str:
-    if modality not in MODALITIES:
-        raise ConfigError(f"unknown modality {modality!r}; known: {', '.join(MODALITIES)}")
-    return modality
-
-
-@dataclass(frozen=True)
-class AudioOptions:
-    mode: str = "track"
-    speed: float = 1.0
-    pause_s: float = 0.6
 
 
 @dataclass(frozen=True)
