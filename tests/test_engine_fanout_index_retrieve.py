@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -99,15 +98,11 @@ def test_index_and_eval_retrieve_fan_out_to_two_worker_processes(tmp_path: Path,
     assert set(done) == pids and str(os.getpid()) not in done, done
     assert sum(done.values()) == run["questions"] > 0 and run["errors"] == 0
 
-    # the same ranks, scores and figures as this process's own workers give, on a copy of the store (a new file:
-    # this process's analytics read the store through DuckDB's own SQLite, whose close drops this process's
-    # locks on it, so once the workers exit a new connection here could find its shared memory gone)
-    twin = tmp_path / "twin"
-    shutil.copytree(root, twin)
-    [here] = cli(twin, local_env, "eval", "retrieve", "--all", "--json")
-    copy = open_store(load_settings(twin, environ=local_env))
-    assert {w for (w,) in rows(copy, "SELECT DISTINCT worker FROM work_job WHERE run_id = :r AND kind = 'retrieve'",
+    # the same ranks, scores and figures as this process's own workers give, on the same store (after the workers
+    # exited: this process's connections kept their locks, DuckDB's SQLite never had the file beside them)
+    [here] = cli(root, local_env, "eval", "retrieve", "--all", "--json")
+    assert {w for (w,) in rows(engine, "SELECT DISTINCT worker FROM work_job WHERE run_id = :r AND kind = 'retrieve'",
                                r=here["run_id"])} == {f"{os.uname().nodename}:{os.getpid()}"}
-    assert ranks(copy, here["run_id"]) == ranks(copy, run["run_id"])
+    assert ranks(engine, here["run_id"]) == ranks(engine, run["run_id"])
     figures = ("questions", "hit_both", "hit_any", "ndcg", "mean_segments", "chunks", "errors")
     assert {k: here[k] for k in figures} == {k: run[k] for k in figures}

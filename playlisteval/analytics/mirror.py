@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,15 +84,16 @@ class Mirror:
     def sync(self) -> SyncStats:
         """Bring every table up to date, in one DuckDB transaction (a failed sync leaves the file as it
         was); repeated while another process commits to a SQLite store meanwhile."""
-        with _data_version(self.engine if self.sqlite else None) as version:
-            if self.columns:  # the scanner's first read of a WAL store moves its data_version once: read first
-                self.con.execute(f"SELECT 1 FROM {scan.ALIAS}.{quote(next(iter(self.columns)))} LIMIT 1").fetchall()
-            for _attempt in range(RETRIES):
-                before = version()
-                stats = self._sync_once()
-                if version() == before:
-                    return stats
-                log.debug("analytics.sync_raced", attempt=_attempt)
+        database = _sqlite_file(self.engine, self.sqlite)
+        if self.columns:  # the scanner's first read of a WAL store may make its -wal and -shm: read first
+            self.con.execute(f"SELECT 1 FROM {scan.ALIAS}.{quote(next(iter(self.columns)))} LIMIT 1").fetchall()
+        for _attempt in range(RETRIES):
+            # the scanner holds no snapshot across tables on SQLite: a sync that saw a commit is done again
+            before = _settled_stamp(database) if database else ()
+            stats = self._sync_once()
+            if (_stamp(database) if database else ()) == before:
+                return stats
+            log.debug("analytics.sync_raced", attempt=_attempt)
         raise Raced(f"the store changed during each of {RETRIES} copies")
 
     def _sync_once(self) -> SyncStats:
@@ -207,19 +207,48 @@ class Raced(Exception):
     """Another process kept committing while the copy was made."""
 
 
-@contextmanager
-def _data_version(engine: Engine | None) -> Iterator[Callable[[], int]]:
-    """SQLite's ``PRAGMA data_version``, which changes when another connection commits: the scanner
-    holds no snapshot across tables, so a sync that saw a commit happen is done again. PostgreSQL: the
-    scanner reads every table in one REPEATABLE READ transaction; nothing to check."""
-    if engine is None or not engine.url.database:
-        yield lambda: 0
-        return
-    watcher = sqlite3.connect(f"file:{engine.url.database}?mode=ro", uri=True)
-    try:
-        yield lambda: int(watcher.execute("PRAGMA data_version").fetchone()[0])
-    finally:
-        watcher.close()
+Stamp = tuple[tuple[int, int, int] | None, ...]
+_FRESH_NS = 20_000_000  # a file modified this recently may be modified again within the same clock tick
+
+
+def _stamp(database: str) -> Stamp:
+    """The store file and its WAL as ``os.stat`` sees them (inode, size, modification time): a commit in
+    WAL mode writes frames to the -wal (size or time changes), a checkpoint or a reset the file or the
+    inode. Read without opening either file: a descriptor of ours closed would drop the locks of the
+    SQLite that has it open (store/engine.py, foreign_sqlite), as PRAGMA data_version's connection did."""
+    out: list[tuple[int, int, int] | None] = []
+    for name in (database, database + "-wal"):
+        try:
+            st = os.stat(name)
+        except FileNotFoundError:
+            out.append(None)
+            continue
+        # an empty -wal is no -wal: the last connection to close deletes it, the next to open makes it
+        # (the scanner's own reads do); a commit that went into the file since changed the file itself
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns) if st.st_size or name == database else None)
+    return tuple(out)
+
+
+def _settled_stamp(database: str) -> Stamp:
+    """``_stamp``, taken once the files' last modification is older than a clock tick: the kernel stamps a
+    write with a coarse clock (a few ms), so a commit right after a stamp taken in the same tick as the
+    previous write could leave size and time as they were (a WAL reset overwrites in place)."""
+    stamp = _stamp(database)
+    for _ in range(5):  # bounded: a file system whose clock runs ahead of ours must not hold the sync
+        newest = max((part[2] for part in stamp if part is not None), default=0)
+        wait_ns = newest + _FRESH_NS - time.time_ns()
+        if wait_ns <= 0:
+            break
+        time.sleep(min(wait_ns, _FRESH_NS) / 1e9)
+        stamp = _stamp(database)
+    return stamp
+
+
+def _sqlite_file(engine: Engine, sqlite: bool) -> str | None:
+    """The SQLite store's file, whose stamps tell a commit (``_stamp``); None for PostgreSQL, where the
+    scanner reads every table in one REPEATABLE READ transaction: nothing to check."""
+    database = engine.url.database if sqlite else None
+    return str(database) if database and database != ":memory:" else None
 
 
 _IN_USE: set[Path] = set()  # analytics files open in this process (DuckDB would share one instance)

@@ -133,11 +133,11 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
     that kept changing) through the store's Python driver in one snapshot."""
     con, used = mirror.connect(path)
     try:
-        sqlite = scan.attach(con, engine)
+        # reflected through the store's Python driver first: inside the attachment it may not connect
         columns = scan.store_columns(engine, None if names is None else list(names),
                                      {t: set(c) for t, c in skip.items()})
-        stats = Mirror(con, engine, sqlite, columns).sync()
-        scan.detach(con)
+        with scan.attached(con, engine) as sqlite:
+            stats = Mirror(con, engine, sqlite, columns).sync()
         return con, stats, used
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])

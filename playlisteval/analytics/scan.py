@@ -15,6 +15,8 @@ same types as the Python loader (loader.py) gives, which stays as the fallback.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,7 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 
 from playlisteval.analytics.loader import JSON, SKIPPED_TABLES, _kind
-from playlisteval.store.engine import is_sqlite
+from playlisteval.store.engine import SqliteFileBusy, foreign_sqlite, is_sqlite
 
 ALIAS = "store"  # the attached store's catalog name inside DuckDB
 
@@ -115,6 +117,31 @@ def attach(con: duckdb.DuckDBPyConnection, engine: Engine) -> bool:
 
 def detach(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"DETACH {ALIAS}")
+
+
+@contextmanager
+def attached(con: duckdb.DuckDBPyConnection, engine: Engine) -> Iterator[bool]:
+    """The store attached (``attach``) for the block, detached after it. A SQLite file is handed to DuckDB's
+    own SQLite library meanwhile (store/engine.py, foreign_sqlite): this process's Python connections to it
+    are closed first and none may open inside, since closing either library's descriptor drops the other's
+    locks. DuckDB's SQLite holds the file only inside a query or transaction and not past DETACH (checked
+    in /proc/self/fd); a detach that fails closes the connection, which closes the file too."""
+    database = str(engine.url.database or "")
+    with ExitStack() as stack:
+        if is_sqlite(str(engine.url)) and database not in ("", ":memory:") and os.path.exists(database):
+            try:
+                stack.enter_context(foreign_sqlite(database))
+            except SqliteFileBusy as exc:  # a connection of ours is in use: the Python loader reads instead
+                raise ScanUnavailable(str(exc)) from exc
+        sqlite = attach(con, engine)
+        try:
+            yield sqlite
+        finally:
+            try:
+                detach(con)
+            except duckdb.Error:
+                con.close()
+                raise
 
 
 def store_columns(engine: Engine, names: list[str] | None,

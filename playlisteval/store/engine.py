@@ -9,6 +9,9 @@ never queue behind writers (issue 13: IMMEDIATE reads made a lock convoy). Postg
 
 from __future__ import annotations
 
+import os
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,6 +52,9 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
+        if database and database != ":memory:":
+            _remember(engine, database)  # released while DuckDB's own SQLite reads the file (foreign_sqlite)
+
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
             # a read-only transaction (``read``) asks for a deferred BEGIN; anything else may write
@@ -88,3 +94,96 @@ def read(engine: Engine) -> Iterator[Session]:
         conn.execution_options(**{_READ_ONLY: True})
         with Session(bind=conn, expire_on_commit=False) as session:
             yield session  # the session begins on the connection at its first query, and rolls back on close
+
+
+# --- one SQLite library per store file at a time -----------------------------------------------------------
+# DuckDB's sqlite scanner (analytics/scan.py) carries its own copy of the SQLite library. POSIX (fcntl)
+# locks belong to the process, and closing any descriptor of a file drops ALL of the process's locks on it,
+# whichever library took them. A WAL connection keeps a shared lock on the -shm file that tells other
+# processes they are not the last: once it is dropped, the last other process to close checkpoints and
+# deletes -wal and -shm under our open connection ("disk I/O error", or reads of a stale wal-index). So
+# while DuckDB's SQLite has the file open this process's Python SQLite has no connection to it, and the
+# other way round: every engine made above is registered by its file, released and barred meanwhile.
+
+
+class SqliteFileBusy(StoreError):
+    """The store file is in the hands of another SQLite library of this process (or cannot be handed over)."""
+
+
+_LOCK = threading.Lock()
+_RECORDS: dict[str, weakref.WeakSet[Any]] = {}  # file -> its pool connection records, of every engine
+_ENGINES: dict[str, weakref.WeakSet[Engine]] = {}  # file -> the engines made for it (weakly: never kept alive)
+_FOREIGN: dict[str, int] = {}  # file -> foreign_sqlite blocks inside it now (DuckDB shares its one library)
+
+
+def _file_key(database: str | Path) -> str:
+    return os.path.realpath(database)
+
+
+def _remember(engine: Engine, database: str) -> None:
+    path = _file_key(database)
+    with _LOCK:
+        _ENGINES.setdefault(path, weakref.WeakSet()).add(engine)
+        records = _RECORDS.setdefault(path, weakref.WeakSet())
+
+    @event.listens_for(engine, "do_connect")
+    def _bar_connect(*_args: Any) -> None:  # before the driver opens (and so could later close) the file
+        _bar(path)
+
+    @event.listens_for(engine, "connect")
+    def _track(_dbapi_conn: Any, record: Any) -> None:
+        with _LOCK:
+            records.add(record)
+
+    @event.listens_for(engine, "checkout")
+    def _bar_checkout(*_args: Any) -> None:  # none is pooled inside (released on entry): belt and braces
+        _bar(path)
+
+
+def _bar(path: str) -> None:
+    if _FOREIGN.get(path):
+        raise SqliteFileBusy(
+            f"the store {path} is being read by DuckDB's own SQLite in this process (analytics): no connection "
+            "through Python's SQLite may open it until DuckDB is done (closing either drops the other's locks)")
+
+
+def release_sqlite_file(path: str | Path) -> int:
+    """Close this process's idle Python SQLite connections to the file (every engine's pool disposed, and
+    any connection left in a pool disposed earlier); the number still in use (checked out) is returned."""
+    key = _file_key(path)
+    with _LOCK:
+        engines = list(_ENGINES.get(key, ()))
+    for engine in engines:
+        engine.dispose()
+    with _LOCK:
+        records = list(_RECORDS.get(key, ()))
+    in_use = 0
+    for record in records:
+        if record.dbapi_connection is None:
+            continue
+        if record.fairy_ref is None:  # idle, in a pool disposed while it was checked out: close it now
+            record.invalidate()
+        else:
+            in_use += 1
+    return in_use
+
+
+@contextmanager
+def foreign_sqlite(path: str | Path) -> Iterator[None]:
+    """Around another SQLite library's use of the file in this process (DuckDB's attach … detach, which
+    must close the file by the end): Python's connections to it are closed first, and none may be opened
+    or checked out inside (SqliteFileBusy). One still in use on entry: SqliteFileBusy, nothing handed over."""
+    key = _file_key(path)
+    with _LOCK:
+        _FOREIGN[key] = _FOREIGN.get(key, 0) + 1  # first: no new connection between the check and the attach
+    try:
+        in_use = release_sqlite_file(key)
+        if in_use:
+            raise SqliteFileBusy(f"{in_use} connection(s) to the store {key} through Python's SQLite are in use "
+                                 "in this process: DuckDB's SQLite cannot open it safely now")
+        yield
+    finally:
+        with _LOCK:
+            _FOREIGN[key] -= 1
+            if not _FOREIGN[key]:
+                del _FOREIGN[key]
