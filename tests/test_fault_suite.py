@@ -495,9 +495,10 @@ def test_an_answer_is_recorded_paid_and_cached_at_once(tmp_path: Path, monkeypat
 
 def test_a_step_taken_over_does_not_ask_again_what_its_old_holder_just_answered(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker judged dead (a stalled heartbeat) may still finish its call: if its answer is cached between
-    the new holder's look at the cache and its reservation, the new holder takes that answer, not a second
-    paid one."""
+    """A worker judged dead (a stalled heartbeat) may still finish its call: if its answer is cached before
+    the new holder opens its call, the new holder takes that answer, not a second paid one. The look-up and
+    the reservation are one transaction (BEGIN IMMEDIATE on SQLite, a per-request advisory lock on
+    PostgreSQL: tests/test_step_loop.py counts the transactions), so nothing can land between them."""
     from playlisteval.models.runner import Runner
     from playlisteval.store import open_store
     from tests.fault_helpers import paid_twice
@@ -506,15 +507,13 @@ def test_a_step_taken_over_does_not_ask_again_what_its_old_holder_just_answered(
     settings = project(tmp_path, **QUIET_SIM)
     engine = open_store(settings)
     heir = Runner(settings, engine, worker="heir")
-    looked = heir._cached
+    opened = heir._open
 
-    def old_holder_answers_after_the_look(*args: Any) -> Any:
-        monkeypatch.setattr(heir, "_cached", looked)
-        assert looked(*args) is None  # the heir's look at the cache: nothing yet …
-        Runner(settings, engine, worker="old-holder").call(ask_request())  # … then the old holder's answer lands
-        return None
+    def old_holder_answers_first(*args: Any) -> Any:
+        Runner(settings, engine, worker="old-holder").call(ask_request())  # the old holder's answer lands …
+        return opened(*args)  # … just before the heir looks
 
-    monkeypatch.setattr(heir, "_cached", old_holder_answers_after_the_look)
+    monkeypatch.setattr(heir, "_open", old_holder_answers_first)
     answer = heir.call(ask_request())
     assert answer.cached
     with engine.connect() as conn:

@@ -47,6 +47,7 @@ log = structlog.get_logger(__name__)
 BUDGET_KEY = "budget_usd"
 PAUSED_KEY = "paused"
 _BUDGET_LOCK = 0x706C6576  # the advisory lock that serializes budget reservations on PostgreSQL
+_REQUEST_LOCKS = 0x7065  # the class of the per-request advisory locks (two-key form: its own key space)
 _PAID_DONE = ("ok", "malformed", "error")
 _PAID_OPEN = ("in_flight", "interrupted")
 
@@ -285,6 +286,7 @@ class Runner:
         """The cache look-up and the first try's reservation in one transaction: the cached answer, or
         (the repaired tries stored earlier, the reserved ledger row; None when try 0 is to be replayed)."""
         with self.engine.begin() as s:  # a connection: no ORM session needed
+            _lock_request(s, key)
             answer, tried = ledger.lookup(s, key)
             hit = self._hit_in(s, key, spec, request, answer) if answer is not None else None
             if hit is not None:
@@ -323,6 +325,7 @@ class Runner:
         """A ledger row for one try, within the budget; None if the answer was cached since we looked (a
         step taken over from a worker that was judged dead but finished its call: not asked twice)."""
         with self.engine.begin() as s:
+            _lock_request(s, key)
             if recheck and ledger.is_cached(s, key):
                 return None
             return self._reserve_in(s, key, spec, request, estimate)
@@ -375,6 +378,7 @@ class Runner:
         )
         provider, model = split_spec(spec)
         with self.engine.begin() as s:
+            _lock_request(s, key)
             # the ledger row closes with the cache row: a kill between the two would leave an answer paid for
             # and not cached, and paid again
             usd = ledger.finish(s, call_id, *finish) if finish is not None else ledger.usd_of(s, call_id)
@@ -389,6 +393,16 @@ class Runner:
         if retry_after is not None:
             wait = max(wait, min(retry_after, cfg.backoff_max_s * 10))
         return wait
+
+
+def _lock_request(s: Any, key: str) -> None:
+    """On PostgreSQL, a transaction lock per request (its repaired tries included): a look-up and the
+    reservation that follows it, and the storing of an answer, never interleave, as they cannot on SQLite
+    (BEGIN IMMEDIATE). Without it, read committed would let a worker judged dead store its answer between
+    the new holder's look-up and its reservation, and the request would be paid twice."""
+    if ledger.dialect(s) == "postgresql":
+        s.execute(text("SELECT pg_advisory_xact_lock(:c, hashtext(:k))"),
+                  {"c": _REQUEST_LOCKS, "k": key.split(":try", 1)[0]})
 
 
 def prompt_text(request: ModelRequest) -> str:
