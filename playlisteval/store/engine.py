@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
 
-from playlisteval.errors import StoreError
+from playlisteval.errors import InfrastructureError, StoreError
 
 _READ_ONLY = "playlisteval_read_only"  # an execution option: this connection's transaction only reads
 
@@ -106,8 +106,9 @@ def read(engine: Engine) -> Iterator[Session]:
 # other way round: every engine made above is registered by its file, released and barred meanwhile.
 
 
-class SqliteFileBusy(StoreError):
-    """The store file is in the hands of another SQLite library of this process (or cannot be handed over)."""
+class SqliteFileBusy(InfrastructureError):
+    """The store file is in the hands of another SQLite library of this process (or cannot be handed over).
+    Like a lock: a step that meets it (another thread, during a report's copy) is given back and retried."""
 
 
 _LOCK = threading.Lock()
