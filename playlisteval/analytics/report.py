@@ -20,7 +20,7 @@ from playlisteval.analytics.runner import Analytics, AnalyticsError
 from playlisteval.analytics.tabular import Col, Section, display, fmt, generic
 from playlisteval.config import Settings
 
-__all__ = ["Section", "build_sections", "choose_benchmark", "leaderboard_rows", "render", "write_report"]
+__all__ = ["Section", "build_sections", "choose_benchmark", "leaderboard_rows", "render", "write_page", "write_report"]
 
 EXCERPT_CHARS = 700  # of each answer in the hardest-pairs section; the full text is in the store
 
@@ -219,6 +219,14 @@ def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | 
     """``progress(task, done, total)`` is called as each section is computed (the CLI's bar); ``extra``
     sections (the human study) come after the funnel. The sections computed from the analytics file are
     reused when nothing they depend on changed since the last report (section_cache)."""
+    return write_page(an, settings, out, benchmark, progress, extra).sections
+
+
+def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | None = None,
+               progress: Callable[[str, int, int], None] | None = None,
+               extra: Sequence[ExtraSection] = ()) -> section_cache.Kept:
+    """``write_report``, returning what the page shows: the benchmark's name, the simulated banner and
+    every section (the CLI prints the leaderboard from it rather than computing it again)."""
     cache_key = section_cache.key(an, settings, benchmark) if an.file is not None else None
     kept = section_cache.load(an, cache_key) if cache_key else None
     if kept is not None:
@@ -235,4 +243,4 @@ def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | 
                   intervals=Bootstrap.of(settings).label)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
-    return sections
+    return section_cache.Kept(kept.benchmark, kept.simulated, sections)

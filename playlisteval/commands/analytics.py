@@ -95,27 +95,59 @@ def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, a
                                              "seed": boot.seed, "p_value": f"sign-flip test over {boot.unit}s"},
                                "rows": [json_ready(r) for r in rows]}, default=str))
         return
-    if not rows:
+    table_rows = [_terminal_row(r["judge_shown"], fmt(r["retrieved_ci"], "ci"), fmt(r["uniform_ci"], "ci"),
+                                fmt(r["difference_ci"], "cipts"), fmt(r["difference_ci"], "p"),
+                                fmt(r.get("n_retrieved"), "int"), fmt(r.get("no_verdict_retrieved"), "int"),
+                                fmt(r.get("errors_retrieved"), "int"), r.get("status"))
+                  for r in shown(rows)]
+    _print_board(table_rows, bench["name"] if bench else None, simulated, boot.label,
+                 [(str(r["judge"]), str(r["status"])) for r in rows if r.get("status")])
+
+
+def _terminal_row(judge: str, retrieved: str, uniform: str, diff: str, p: str, pairs: str, no_verdict: str,
+                  errors: str, status: Any) -> list[str]:
+    """One judge's line: five columns, so that an 80-column terminal keeps the judge's name whole."""
+    return [judge + (" *" if status else ""), retrieved, uniform, diff + (f" p={p}" if diff != "—" else ""),
+            f"{pairs} ({no_verdict}, {errors})"]
+
+
+def _print_board(table_rows: list[list[str]], benchmark: str | None, simulated: bool, label: str,
+                 notes: list[tuple[str, str]]) -> None:
+    if not table_rows:
         console.print("[dim]no judge has judged this benchmark at the full-domain scope yet: `playlisteval eval "
                       "judge` with the configured \\[eval] options makes a judge's main run[/]")
         return
-    title = f"Leaderboard — {bench['name']}" if bench else "Leaderboard"
-    table = Table(title=title + (" (SIMULATED)" if simulated else ""), caption=boot.label)
-    # five columns, so that an 80-column terminal keeps the judge's name whole
+    title = f"Leaderboard — {benchmark}" if benchmark else "Leaderboard"
+    table = Table(title=title + (" (SIMULATED)" if simulated else ""), caption=label)
     table.add_column("Judge", no_wrap=True)
     for header in ("Retrieved % [CI]", "Uniform % [CI]", "Δ pts [CI], p", "Pairs (no verdict, errors)"):
         table.add_column(header, justify="right")
-    for r in shown(rows):
-        counts = f"{fmt(r.get('n_retrieved'), 'int')} ({fmt(r.get('no_verdict_retrieved'), 'int')}, " \
-                 f"{fmt(r.get('errors_retrieved'), 'int')})"
-        diff = r["difference_ci"]
-        table.add_row(*(Text(cell) for cell in (
-            r["judge_shown"] + (" *" if r.get("status") else ""), fmt(r["retrieved_ci"], "ci"),
-            fmt(r["uniform_ci"], "ci"), fmt(diff, "cipts") + (f" p={fmt(diff, 'p')}" if diff else ""), counts)))
+    for cells in table_rows:
+        table.add_row(*(Text(cell) for cell in cells))
     console.print(table)
-    for r in rows:
-        if r.get("status"):
-            console.print(Text(f"* {r['judge']}: {r['status']}"))  # not a finished result: say so
+    for judge, status in notes:
+        console.print(Text(f"* {judge}: {status}"))  # not a finished result: say so
+
+
+def print_report_leaderboard(page: Any, settings: Any) -> bool:
+    """The leaderboard as the report just computed it (its section's overall table, the same cells), so
+    that a report reused from the cache computes nothing again; False when the page has no such table."""
+    from playlisteval.analytics.rate_sections import LEADERBOARD_COLS
+    from playlisteval.analytics.rates import Bootstrap
+
+    section = next((sec for sec in page.sections if sec.id == "leaderboard"), None)
+    overall = next((t for caption, t in section.tables if caption == "Overall"), None) if section else None
+    if overall is None or overall.headers != [c.header for c in LEADERBOARD_COLS]:
+        return False
+    keys = [c.key + ("_p" if c.kind == "p" else "") for c in LEADERBOARD_COLS]
+    cells = [dict(zip(keys, row, strict=True)) for row in overall.rows]
+    status = [None if c["status"] in ("", "—") else c["status"] for c in cells]  # "—": no status (tabular.fmt)
+    table_rows = [_terminal_row(c["judge_shown"], c["retrieved_ci"], c["uniform_ci"], c["difference_ci"],
+                                c["difference_ci_p"], c["n_retrieved"], c["no_verdict_retrieved"],
+                                c["errors_retrieved"], st) for c, st in zip(cells, status, strict=True)]
+    _print_board(table_rows, page.benchmark, bool(page.simulated), Bootstrap.of(settings).label,
+                 [(c["judge_shown"], st) for c, st in zip(cells, status, strict=True) if st])
+    return True
 
 
 @click.command("report")
@@ -133,23 +165,24 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
     evaluation cost, and the hardest pairs. Every rate carries a 95 % interval (bootstrap over
     questions) and error bars; numbers the sim made are marked SIMULATED. All model text is escaped.
     """
-    from playlisteval.analytics.report import choose_benchmark, write_report
+    from playlisteval.analytics.report import choose_benchmark, write_page
     from playlisteval.human.report_section import html_section
 
     settings, an = _open(ctx)
     with an:
         with progress_bar("report", "sections") as update:
-            sections = write_report(an, settings, out, benchmark, progress=update, extra=[html_section])
-        bench = choose_benchmark(an, benchmark)
+            page = write_page(an, settings, out, benchmark, progress=update, extra=[html_section])
         if as_json:
             from playlisteval.models.simulated import is_simulated
 
-            emit_json({"out": str(out), "benchmark": bench["name"] if bench else None,
-                       "sections": [{"id": sec.id, "title": sec.title} for sec in sections],
+            emit_json({"out": str(out), "benchmark": page.benchmark,
+                       "sections": [{"id": sec.id, "title": sec.title} for sec in page.sections],
                        "simulated": is_simulated(an.engine)})
             return
-        if not quiet:
-            print_leaderboard(an, settings, bench)
+        # printed from the page's own leaderboard: nothing computed again (a report reused whole from the
+        # section cache stays as cheap as that, issue 13)
+        if not quiet and not print_report_leaderboard(page, settings):
+            print_leaderboard(an, settings, choose_benchmark(an, benchmark))
     if not quiet:
         _label_simulated(settings)
     console.print(f"wrote {out}")
