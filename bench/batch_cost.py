@@ -66,8 +66,8 @@ def _settings(root: Path) -> Settings:
 
 def prepare(root: Path, videos: int, minutes: float) -> Path:
     """The synthetic collection, added and indexed once: the store every regime starts from."""
+    from playlisteval.actors.indexing import index_collection
     from playlisteval.index.collection import add_paths
-    from playlisteval.index.pipeline import index_collection
     from playlisteval.synth.make import make_collection
 
     base = root / "base"

@@ -117,8 +117,8 @@ def run_media(name: str, videos: list[Path], threads: int) -> dict[str, Any]:
 
 def run_index(project: Path, threads: int) -> dict[str, Any]:
     """`index` on a project whose videos are added (captions beside them): the whole offline index."""
+    from playlisteval.actors.indexing import index_collection
     from playlisteval.config import load_settings
-    from playlisteval.index.pipeline import index_collection
     from playlisteval.store import open_store
 
     settings = load_settings(project)

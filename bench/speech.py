@@ -33,11 +33,11 @@ if __package__ in (None, ""):  # run as a file: bench/speech.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.narration import NARRATION, Spoken, narrate, video_720p, wer
+from playlisteval.actors.indexing import index_collection
 from playlisteval.config import IndexSettings, Settings, load_settings, write_project
 from playlisteval.index import asr
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.collection import add_manifest, add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.index.search import search
 from playlisteval.media.probe import probe
 from playlisteval.store import forget_engines, open_store

@@ -84,9 +84,9 @@ def write_json(path: Path, data: object) -> None:
 def built_synthetic_project(root: Path, **overrides: object) -> Settings:
     """A project under ``root`` over a synthetic collection (2 domains × 3 videos × 3 minutes), added,
     indexed and built with the sim: what the select / eval / human tests start from."""
+    from playlisteval.actors.indexing import index_collection
     from playlisteval.build import build
     from playlisteval.index.collection import add_paths
-    from playlisteval.index.pipeline import index_collection
     from playlisteval.store import open_store
     from playlisteval.synth.make import make_collection
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.build import build
 from playlisteval.cli import main
 from playlisteval.config import Settings
@@ -19,7 +20,6 @@ from playlisteval.human.design import plan_study
 from playlisteval.human.evidence import ground_study
 from playlisteval.human.tasks import find_study
 from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import forget_engines, open_store
 from playlisteval.synth.make import make_collection

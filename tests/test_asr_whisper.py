@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
 from playlisteval.index import asr, asr_whisper
 from playlisteval.index.asr_vllm import clean_text
 from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.index.search import search
 from playlisteval.store.tables import Chunk, Video
 from tests.index_helpers import make_narrated, make_video, settings_for, store

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.index.work import claim, index_video, read_outcome, release
 from playlisteval.store import open_store
 from playlisteval.store.tables import Video

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.errors import MediaError
 from playlisteval.index.captions import read_embedded
 from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.media.audio import chunk_pcm
 from playlisteval.media.frames import FrameReader, frames_at, sample_times
 from playlisteval.media.probe import probe

@@ -12,10 +12,11 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.config import Settings
 from playlisteval.index import asr
 from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection, search
+from playlisteval.index.pipeline import search
 from playlisteval.index.vectors import decode
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Seed, Segment, Video

@@ -11,11 +11,12 @@ import pytest
 from PIL import Image
 from sqlmodel import Session, select
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
 from playlisteval.index.collection import add_paths
 from playlisteval.index.embedders import ChunkInput, get_embedder, needs_frames
-from playlisteval.index.pipeline import index_collection, search
+from playlisteval.index.pipeline import search
 from playlisteval.index.qwen_vl import QwenVLEmbedder, frame_size, pick_frames
 from playlisteval.index.vectors import decode
 from playlisteval.store.tables import ChunkVector

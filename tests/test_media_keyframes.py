@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 from sqlmodel import Session, col, select
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.config import Settings
 from playlisteval.errors import MediaError
 from playlisteval.eval.corpus import Corpora, GoldSegment, Question
@@ -21,7 +22,6 @@ from playlisteval.eval.media import image_parts
 from playlisteval.index import work
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.index.work import read_outcome
 from playlisteval.media.frames import FrameReader, frames_at, keyed_sample_times, keyframe_times, sample_times
 from playlisteval.media.kept import KeptFrames, kept_root

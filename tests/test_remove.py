@@ -15,8 +15,8 @@ from click.testing import CliRunner, Result
 from sqlalchemy import func
 from sqlmodel import Session, col, select, update
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.cli import main
-from playlisteval.index.pipeline import index_collection
 from playlisteval.index.work import read_outcome
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import (

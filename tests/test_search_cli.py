@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from playlisteval.actors.indexing import index_collection
 from playlisteval.cli import main
 from playlisteval.config import load_settings, write_project
 from playlisteval.index.collection import add_paths
-from playlisteval.index.pipeline import index_collection
 from playlisteval.store import open_store
 from tests.index_helpers import make_video, write_srt
 

@@ -26,6 +26,8 @@ from playlisteval.actors import tasks
 from playlisteval.actors.app import App
 from playlisteval.broker import is_redis, make_broker
 from playlisteval.config import Settings
+from playlisteval.index import pipeline
+from playlisteval.index.pipeline import IndexReport, Progress
 
 log = structlog.get_logger(__name__)
 
@@ -75,3 +77,8 @@ def index_videos(settings: Settings, engine: Engine, video_ids: Sequence[int], e
             worker.stop()
         broker.close()
         app.leases.close()
+
+
+def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None) -> IndexReport:
+    """`playlisteval index`: the collection's coordinator (index/pipeline.py) with its videos on the engine."""
+    return pipeline.index_collection(settings, engine, progress, dispatch=index_videos)

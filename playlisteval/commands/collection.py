@@ -114,8 +114,8 @@ def index(ctx: click.Context, threads: int | None, embedder: str | None, as_json
     skipped for a reason other than their file (a setting, a crash) are tried again once the [index]
     settings changed. Exit status 3 when videos failed or were left unfinished.
     """
+    from playlisteval.actors.indexing import index_collection
     from playlisteval.commands.index_output import index_exit, index_json, print_index_report
-    from playlisteval.index.pipeline import index_collection
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)

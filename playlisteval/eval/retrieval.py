@@ -30,6 +30,7 @@ from sqlmodel import col, select
 
 from playlisteval.actors import jobs
 from playlisteval.actors.evaluation import run_jobs
+from playlisteval.actors.indexing import index_videos as engine_dispatch
 from playlisteval.benchmark.pairs import find_benchmark, finished_items
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
@@ -98,7 +99,8 @@ def _make_vectors(settings: Settings, engine: Engine, embedder: Embedder, videos
         if tick and stage == "chunks":
             tick("embedding chunks", done, total)
 
-    found = index_videos(settings, engine, videos, embedder.name, f"eval-retrieve-{uuid.uuid4().hex[:8]}", progress)
+    found = index_videos(settings, engine, videos, embedder.name, f"eval-retrieve-{uuid.uuid4().hex[:8]}", progress,
+                         dispatch=engine_dispatch)
     out = {}
     for video_id in videos:
         outcome = found[video_id][1] if video_id in found else None

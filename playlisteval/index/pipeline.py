@@ -129,22 +129,15 @@ def _outcomes(engine: Engine, video_ids: list[int], run: str) -> dict[int, tuple
 
 
 #: how the videos reach workers: sends ``index_video(video, embedder, run)`` per video and serves or waits
-#: until ``check()`` is true (actors/indexing.py; given from above, the index does not import the engine)
+#: until ``check()`` is true. The engine's (actors/indexing.py) is given from above: the index never imports
+#: the engine, not even inside a function (``playlisteval.actors.indexing.index_collection`` wires it).
 Dispatch = Callable[[Settings, Engine, list[int], str, str, Callable[[], bool]], None]
 
 
-def _engine_dispatch() -> Dispatch:
-    # the engine sits above the index: reached at run time, as the CLI reaches it (tests/test_layers.py)
-    from playlisteval.actors.indexing import index_videos
-
-    return index_videos
-
-
 def index_videos(settings: Settings, engine: Engine, video_ids: list[int], embedder: str, run: str,
-                 tick: Progress, dispatch: Dispatch | None = None) -> dict[int, tuple[Video, Outcome]]:
+                 tick: Progress, dispatch: Dispatch) -> dict[int, tuple[Video, Outcome]]:
     """Have each video indexed (or re-embedded) under ``run`` by the engine's workers and wait until each has
     an outcome for ``run`` (or, with Redis, no video finished for ``wait_stall_s``); the outcomes found."""
-    dispatch = dispatch or _engine_dispatch()
     cfg = settings.index
     redis = is_redis(settings.broker.url)
     total, expected = len(video_ids), _expected_chunks(engine, video_ids, cfg)
@@ -227,10 +220,10 @@ def _collect(report: IndexReport, found: dict[int, tuple[Video, Outcome]], video
             report.video_seconds += video.duration or 0.0
 
 
-def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None,
-                     dispatch: Dispatch | None = None) -> IndexReport:
+def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None, *,
+                     dispatch: Dispatch) -> IndexReport:
     """Index every video with work to do, then segments, duplicates and seeds; see the module doc.
-    ``dispatch``: how videos reach workers (default: the engine's, actors/indexing.py)."""
+    ``dispatch``: how videos reach workers (the engine's: ``playlisteval.actors.indexing.index_collection``)."""
     started = time.monotonic()
     embedder = _check_settings(settings)
     report = IndexReport()
