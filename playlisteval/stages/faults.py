@@ -22,8 +22,9 @@ from playlisteval.store.engine import transaction
 from playlisteval.store.tables import GateResult, Item, ModelCall, ResponseCache
 
 FAULT = "fault"
-#: Checker faults in a row on one step before the item fails (`retry-failed` resumes it). Below the
-#: actors' redeliveries (1 + max_retries), so the item fails visibly instead of waiting for `resume`.
+#: Checker faults in a row on one step before the item fails (`retry-failed` resumes it). Each fault's step
+#: is sent again after a growing delay (actors/step.py), not retried by the broker: the item fails visibly
+#: after this many instead of being asked forever.
 FAULTS_PER_STEP = 3
 
 

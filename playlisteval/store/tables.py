@@ -534,10 +534,11 @@ class ModelBatchRequest(SQLModel, table=True):
 
 
 class WorkJob(SQLModel, table=True):
-    """One question's share of `select` or `eval judge` work, done by an actor (issue 10): ``kind`` "gate"
-    (run_id 0) or "judge". Unique per (kind, run, item), so sending it again is harmless; a worker claims
-    it with a lease (renewed while it runs) and marks it done or failed. ``pass_id`` names the command's
-    pass (its shared stop flag); ``payload`` carries what a worker needs beyond ids (a run's options).
+    """One question's share of `select` or `eval judge` work, or a block of questions of `eval retrieve`,
+    done by an actor (issue 10): ``kind`` "gate" (run_id 0), "judge" or "retrieve". Unique per (kind, run,
+    item), so sending it again is harmless; a worker claims it with a lease (renewed while it runs) and
+    marks it done or failed. ``pass_id`` names the command's pass (its shared stop flag); ``payload``
+    carries what a worker needs beyond ids (a run's options, a block's questions).
 
     state: queued → running → done / failed (queued again by the next pass)."""
 
