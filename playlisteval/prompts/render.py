@@ -13,9 +13,29 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined, Template
 
 from playlisteval.citations import strip_citations
+
+_DIGEST = "_playlisteval_digest"  # set on each compiled template: the sha256 of the very source it came from
+
+
+def _digest(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+class _HashingLoader(ChoiceLoader):
+    """The user's folder, then the package; each template, when (re)compiled, carries the digest of the
+    source it was compiled from. Jinja compiles a template once per process and again whenever its file
+    changes (``auto_reload``: its mtime is checked at every ``get_template``), so the text rendered and the
+    digest recorded always come from one and the same source, never read or hashed again per render."""
+
+    def load(self, environment: Environment, name: str, globals: Any = None) -> Template:
+        source, filename, uptodate = self.get_source(environment, name)
+        code = environment.compile(source, name, filename)
+        template = environment.template_class.from_code(environment, code, globals or {}, uptodate)
+        setattr(template, _DIGEST, _digest(source))
+        return template
 
 
 @lru_cache(maxsize=8)
@@ -24,7 +44,7 @@ def _env(user_dir: str | None) -> Environment:
     if user_dir:
         loaders.append(FileSystemLoader(user_dir))
     loaders.append(PackageLoader("playlisteval", "prompts"))
-    env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, keep_trailing_newline=True,
+    env = Environment(loader=_HashingLoader(loaders), undefined=StrictUndefined, keep_trailing_newline=True,
                       autoescape=False, trim_blocks=True, lstrip_blocks=True)
     env.filters["strip_citations"] = strip_citations  # SPEC G4: judges see answers without citations
     return env
@@ -40,6 +60,5 @@ def template_source(name: str, user_dir: str | Path | None = None) -> str:
 def render(name: str, user_dir: str | Path | None = None, **context: Any) -> tuple[str, str]:
     """(rendered text, sha256 of the template source) for template ``name`` (e.g. "b_generate.j2")."""
     env = _env(str(user_dir) if user_dir else None)
-    text = env.get_template(name).render(**context)
-    digest = hashlib.sha256(template_source(name, user_dir).encode()).hexdigest()[:16]
-    return text, digest
+    template = env.get_template(name)
+    return template.render(**context), str(getattr(template, _DIGEST))

@@ -13,35 +13,45 @@ replaces an earlier one's.
 
 from __future__ import annotations
 
-from sqlalchemy import delete, update
+from typing import Any
+
+from sqlalchemy import Table, bindparam, delete, insert, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.state import State
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import ItemOutbox, now
 
+_OUTBOX: Table = ItemOutbox.__table__  # type: ignore[attr-defined]
+#: the statements, built once (issue 13): no ORM unit of work in a step's commit or after its send
+_UPSERT: dict[str, Any] = {}
+for _dialect, _insert in (("sqlite", sqlite_insert), ("postgresql", postgresql_insert)):
+    _stmt = _insert(_OUTBOX)
+    _UPSERT[_dialect] = _stmt.on_conflict_do_update(
+        index_elements=["item_id"], set_={"state": _stmt.excluded.state, "created_at": _stmt.excluded.created_at})
+_SENT = delete(_OUTBOX).where(_OUTBOX.c.item_id == bindparam("item_id"), _OUTBOX.c.state == bindparam("state"))
 
-def put(s: Session, item_id: int, state: State) -> None:
-    """Record, in the caller's transaction (the commit's), that ``item_id`` needs a message for ``state``:
-    one upsert (a later commit's row replaces an earlier one's)."""
-    row = ItemOutbox(item_id=item_id, state=state.value, created_at=now())
-    dialect = s.get_bind().dialect.name
-    if dialect not in ("sqlite", "postgresql"):
-        s.merge(row)
+
+def put(s: Session | Connection, item_id: int, state: State) -> None:
+    """Record, in the caller's transaction (the commit's: a session or its connection), that ``item_id``
+    needs a message for ``state``: one upsert (a later commit's row replaces an earlier one's)."""
+    conn = s if isinstance(s, Connection) else s.connection()
+    values = {"item_id": item_id, "state": state.value, "created_at": now()}
+    upsert = _UPSERT.get(conn.dialect.name)
+    if upsert is None:  # another database: replace the row in two statements
+        conn.execute(delete(_OUTBOX).where(_OUTBOX.c.item_id == item_id))
+        conn.execute(insert(_OUTBOX), values)
         return
-    insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
-    stmt = insert(ItemOutbox).values(item_id=row.item_id, state=row.state, created_at=row.created_at)
-    s.execute(stmt.on_conflict_do_update(index_elements=["item_id"],
-                                         set_={"state": stmt.excluded.state, "created_at": stmt.excluded.created_at}))
+    conn.execute(upsert, values)
 
 
 def sent(engine: Engine, item_id: int, state: State) -> None:
     """The message for ``state`` is with the broker: forget it (a row a later commit wrote is kept)."""
-    with transaction(engine) as s:
-        s.execute(delete(ItemOutbox).where(col(ItemOutbox.item_id) == item_id, col(ItemOutbox.state) == state.value))
+    with engine.begin() as conn:
+        conn.execute(_SENT, {"item_id": item_id, "state": state.value})
 
 
 def due(engine: Engine, grace_s: float) -> list[tuple[int, State, float]]:
