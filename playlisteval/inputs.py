@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
@@ -85,16 +86,21 @@ def _transcript(s: Any, video_id: int, start: float, end: float, report: str | N
     return lines
 
 
+# load_clips' two reads, built once (issue 13: building them cost more CPU than running them)
+_SEED_OF = (select(col(Seed.segment1_id), col(Seed.segment2_id))
+            .join(Item, col(Item.seed_id) == col(Seed.id)).where(col(Item.id) == bindparam("item_id")))
+_SEGMENTS = (sa_select(col(Segment.id), col(Segment.start), col(Segment.end), col(Video.id), col(Video.playlist_id),
+                       col(Video.path), col(Video.index_report))  # SQLModel's select takes at most 4 columns
+             .join(Video, col(Video.id) == col(Segment.video_id))
+             .where(col(Segment.id).in_(bindparam("ids", expanding=True))))
+
+
 def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
     with read(engine) as s:
-        seed = s.exec(select(col(Seed.segment1_id), col(Seed.segment2_id))
-                      .join(Item, col(Item.seed_id) == col(Seed.id)).where(col(Item.id) == item_id)).first()
+        seed = s.execute(_SEED_OF, {"item_id": item_id}).first()
         if seed is None:
             raise LookupError(f"item {item_id} does not exist")
-        rows = {int(r[0]): r for r in s.execute(  # SQLModel's select takes at most 4 columns
-            sa_select(col(Segment.id), col(Segment.start), col(Segment.end), col(Video.id), col(Video.playlist_id),
-                   col(Video.path), col(Video.index_report))
-            .join(Video, col(Video.id) == col(Segment.video_id)).where(col(Segment.id).in_(tuple(seed)))).all()}
+        rows = {int(r[0]): r for r in s.execute(_SEGMENTS, {"ids": list(seed)}).all()}
         clips = []
         for number, segment_id in ((1, seed[0]), (2, seed[1])):
             _, start, end, video_id, playlist_id, path, report = rows[int(segment_id)]
