@@ -13,6 +13,8 @@ Then, each in a fresh process (bench/report_steps.py), with the machine's load a
 2. the full report (`write_report`: the analytics file synced, every section, the HTML page) — cold
    (no analytics file), again with nothing changed (the sections reused from the file's cache,
    analytics/section_cache.py), and after a new judge run is appended (every section computed again);
+   and the whole `playlisteval report OUT` command on the unchanged store (a process of its own: the
+   interpreter, the CLI's imports, the page and the leaderboard printed from it);
 3. pandas: the leaderboard (paper Table 1) and the build cost by model (Table 20) from the same store
    with ``pandas.read_sql_query`` and merges / group-bys, against the same two figures from DuckDB
    reading the store through its scanner;
@@ -135,6 +137,8 @@ def run(work: Path, items: int, runs: int, calls: int, seed: int, postgres: str 
     show("cold (no analytics file)", cold)
     same = results["report_unchanged"] = _best(repeat, "report", str(root), out)
     show("nothing changed", same)
+    cli = results["report_cli_unchanged"] = _best(repeat, "cli", str(root), out)
+    show("nothing changed, `playlisteval report`", cli)
     kept = results["duckdb_figures_file"] = _step("figures-file", str(root))
     show("the two figures from the analytics file", kept)
     results["speedup_vs_pandas"]["analytics_file"] = round(pd_["s"] / kept["s"], 1)

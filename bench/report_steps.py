@@ -2,6 +2,7 @@
 one figure per process) by bench/report_speed.py, which prints and saves what they measure.
 
     python -m bench.report_steps report PROJECT OUT     Analytics (sync of the analytics file) + HTML
+    python -m bench.report_steps cli PROJECT OUT        the whole `playlisteval report OUT` command
     python -m bench.report_steps pandas DB              leaderboard and spend by model with pandas
     python -m bench.report_steps figures PROJECT        the same two figures with DuckDB over the store
     python -m bench.report_steps figures-file PROJECT   the same from the analytics file, synced first
@@ -56,6 +57,24 @@ def report(project: Path, out: Path) -> dict[str, Any]:
     return {"s": total["s"], "cpu_s": total["cpu_s"], "load_s": load["s"], "render_s": round(total["s"] - load["s"], 3),
             "judgment": actions.get("judgment", "python loader"), "model_call": actions.get("model_call", ""),
             "board": board, "spend": {r["model"]: r["spend"] for r in spend}, "html_kb": round(len(page) / 1024, 1)}
+
+
+def cli(project: Path, out: Path) -> dict[str, Any]:
+    """`playlisteval report OUT` as a user runs it, in a process of its own (interpreter start, the CLI's
+    imports, the page, the leaderboard printed): wall time and the child's CPU."""
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clock = Clock()
+    done = subprocess.run([sys.executable, "-c", "from playlisteval.cli import main; main()", "--project",
+                           str(project), "report", str(out)], capture_output=True, text=True, check=False)
+    wall = clock.lap()["s"]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"playlisteval report failed:\n{done.stderr[-3000:]}")
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"s": wall, "cpu_s": round(cpu, 3), "printed_leaderboard": "Leaderboard" in done.stdout}
 
 
 def pandas(db: Path) -> dict[str, Any]:
@@ -177,6 +196,8 @@ def main(argv: list[str]) -> int:
     load = os.getloadavg()[0]
     if step == "report":
         result = report(Path(args[0]), Path(args[1]))
+    elif step == "cli":
+        result = cli(Path(args[0]), Path(args[1]))
     elif step == "pandas":
         result = pandas(Path(args[0]))
     elif step == "figures":
