@@ -10,6 +10,7 @@ one after the other in the same run, so a ratio is taken on the same machine und
    so every paid call is checked against it, optionally ``--ledger-rows`` earlier ledger rows (a long
    project: the old budget check summed them all); `build` with the in-process broker and its default
    threads and the sim at zero latency. Transitions = ``item_event`` rows, over the build's wall time.
+   ``inproc_1thread``: the same on one broker thread (what the default threads cost under the GIL).
 2. ``redis``: a redis-server of its own, one `playlisteval worker` process (``--redis-threads`` threads,
    as many as items, so no item waits for a thread), ``--redis-items`` items, sim latency 1 s. From
    the store: gap = first call of a step − the previous step's commit (``item_event.at``), per step that
@@ -175,9 +176,11 @@ def _build_once(project: Path, env: dict[str, str], seeds: int, ledger_rows: int
             "load": round(os.getloadavg()[0], 2)}
 
 
-def child_inproc(project: Path, seeds: int, ledger_rows: int, budget: float) -> dict[str, Any]:
+def child_inproc(project: Path, seeds: int, ledger_rows: int, budget: float, threads: int = 0) -> dict[str, Any]:
     # no injected rate limits: their retries sleep (a model's latency, not the loop's)
     env = {"PLAYLISTEVAL_BUILD__BUDGET_USD": str(budget), "PLAYLISTEVAL_SIM__RATE_LIMITED": "0"}
+    if threads:  # else the in-process broker's default
+        env["PLAYLISTEVAL_BROKER__THREADS"] = str(threads)
     memo: dict[str, Any] = {}
     _build_once(project, env, seeds, 0, memo, record=True)  # the replies, recorded
     return _build_once(project, env, seeds, ledger_rows, memo, record=False)
@@ -369,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         trees["old"] = _baseline_tree(args.baseline)
     results: dict[str, Any] = {"baseline": None if args.no_baseline else args.baseline, "cores": os.cpu_count()}
     runs = [("inproc", ["inproc", "{dir}", str(args.seeds), "0", str(args.budget)]),
-            ("inproc_ledger", ["inproc", "{dir}", str(args.seeds), str(args.ledger_rows), str(args.budget)])]
+            ("inproc_ledger", ["inproc", "{dir}", str(args.seeds), str(args.ledger_rows), str(args.budget)]),
+            # one thread: what the default threads cost a zero-latency loop under the GIL (switches, lock waits)
+            ("inproc_1thread", ["inproc", "{dir}", str(args.seeds), "0", str(args.budget), "1"])]
     if not args.skip_redis:
         runs.append(("redis", ["redis", "{dir}", str(args.redis_items), str(args.redis_threads), str(args.latency)]))
         # more items than threads: messages wait in Redis while threads finish their calls
@@ -407,7 +412,7 @@ def _child(argv: list[str]) -> int:
     kind, folder = argv[0], Path(argv[1])
     folder.mkdir(parents=True, exist_ok=True)
     if kind == "inproc":
-        out = child_inproc(folder, int(argv[2]), int(argv[3]), float(argv[4]))
+        out = child_inproc(folder, int(argv[2]), int(argv[3]), float(argv[4]), int(argv[5]) if len(argv) > 5 else 0)
     else:
         out = child_redis(folder, int(argv[2]), int(argv[3]), float(argv[4]), timeout_s=600)
     print(json.dumps(out))
