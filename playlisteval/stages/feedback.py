@@ -12,8 +12,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import bindparam
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import col
 
 from playlisteval.prompts.render import render
 from playlisteval.store.engine import read
@@ -43,11 +45,29 @@ def guidance(gate: str, prompts_dir: str | None = None, reason: str = "") -> str
     return text.strip()
 
 
-def _rows(s: Any, item_id: int, phase: int) -> list[GateResult]:
-    return list(s.exec(
-        select(GateResult).where(GateResult.item_id == item_id, GateResult.phase == phase,
-                                 GateResult.verdict == "reject").order_by(col(GateResult.id))
-    ).all())
+# the columns read, not the ORM rows (issue 13: a row's unused JSON columns decoded, an entity built for each)
+_REJECTED = sa_select(col(GateResult.id), col(GateResult.attempt), col(GateResult.gate), col(GateResult.reason),
+                      col(GateResult.rejected_output)).where(
+    col(GateResult.item_id) == bindparam("item_id"), col(GateResult.phase) == bindparam("phase"),
+    col(GateResult.verdict) == "reject").order_by(col(GateResult.id))
+_SETS = sa_select(col(DistractorSet.attempt), col(DistractorSet.qa_id)).where(
+    col(DistractorSet.item_id) == bindparam("item_id"))
+_QA = sa_select(col(QA.attempt), col(QA.question), col(QA.answer)).where(col(QA.id) == bindparam("qa_id"))
+
+
+def _rows(s: Any, item_id: int, phase: int) -> list[Any]:
+    """The seed's rejections in ``phase``, oldest first: (id, attempt, gate, reason, rejected_output)."""
+    return list(s.execute(_REJECTED, {"item_id": item_id, "phase": phase}).all())
+
+
+def _sets(s: Any, item_id: int) -> dict[int, int]:
+    """The seed's sets of wrong answers: attempt → the question it was written for."""
+    return {int(attempt): int(qa_id) for attempt, qa_id in s.execute(_SETS, {"item_id": item_id})}
+
+
+def _qa(s: Any, qa_id: int) -> Any:
+    """(attempt, question, answer) of a question, or None."""
+    return s.execute(_QA, {"qa_id": qa_id}).first()
 
 
 def _unusable(output: dict[str, Any]) -> str:
@@ -64,13 +84,13 @@ def phase1_failures(engine: Engine, item_id: int, prompts_dir: str | None = None
                 r.attempt, r.gate, r.reason, guidance(r.gate, prompts_dir, r.reason),
                 question=output.get("question") or _unusable(output), answer=output.get("answer", ""))))
         # questions given up in Phase II: their sets' rejections, grouped by question
-        by_qa: dict[int, list[GateResult]] = defaultdict(list)
-        sets = {d.attempt: d.qa_id for d in s.exec(select(DistractorSet).where(DistractorSet.item_id == item_id))}
+        by_qa: dict[int, list[Any]] = defaultdict(list)
+        sets = _sets(s, item_id)
         for r in _rows(s, item_id, 2):
             if r.attempt in sets:
                 by_qa[sets[r.attempt]].append(r)
         for qa_id, rows in by_qa.items():
-            qa = s.get(QA, qa_id)
+            qa = _qa(s, qa_id)
             if qa is None:
                 continue
             why = "; ".join(f"{r.gate} ({r.reason[:160]})" for r in rows)
@@ -86,13 +106,12 @@ def phase2_failures(
     """Every rejected set of wrong answers of this seed, oldest first."""
     out: list[Failure] = []
     with read(engine) as s:
-        sets = {d.attempt: d for d in s.exec(select(DistractorSet).where(DistractorSet.item_id == item_id))}
+        sets = _sets(s, item_id)
         questions: dict[int, str] = {}
         for r in _rows(s, item_id, 2):
-            dset = sets.get(r.attempt)
-            qa_id = dset.qa_id if dset else None
+            qa_id = sets.get(r.attempt)
             if qa_id is not None and qa_id not in questions:
-                qa = s.get(QA, qa_id)
+                qa = _qa(s, qa_id)
                 questions[qa_id] = qa.question if qa else ""
             output = r.rejected_output or {}
             answers = [(rating, str((output.get(f"rating_{rating}") or {}).get("response", "")))
