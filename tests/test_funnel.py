@@ -129,3 +129,22 @@ def test_an_empty_store_has_an_empty_funnel(tmp_path: Path) -> None:
     assert all(g == {"seen": 0, "passed": 0, "rejected": 0, "checker_faults": 0, "reasons": {}, "fault_reasons": {}}
                for g in data["gates"].values())
     assert data["max_attempts"] == {"phase1": 0, "phase2": 0} and not any(data["items"].values())
+
+
+def test_the_funnel_names_a_checker_fault_as_the_stages_record_it() -> None:
+    """commands/funnel.py spells FAULT itself (importing stages would load the model stack at each CLI start)."""
+    from playlisteval.commands.funnel import FAULT
+    from playlisteval.stages.faults import FAULT as RECORDED
+
+    assert FAULT == RECORDED
+
+
+def test_the_cli_starts_without_the_model_stack() -> None:
+    """`playlisteval --help` imports no stage and no model runner (they load when a command needs them)."""
+    import subprocess
+    import sys
+
+    heavy = "('playlisteval.models.runner', 'playlisteval.stages')"
+    code = f"import sys, playlisteval.cli; print(sorted(m for m in sys.modules if m.startswith({heavy})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"

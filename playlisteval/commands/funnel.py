@@ -21,14 +21,15 @@ from sqlmodel import col, select
 
 from playlisteval.cli_support import console, settings_of
 from playlisteval.config import Settings
-from playlisteval.models.runner import spent_usd
-from playlisteval.stages.faults import FAULT
 from playlisteval.state import GATE_ORDER, State
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import GateResult, Item
 
 #: The gates of the build in the order they run (SPEC C1–C3, D2–D4), from the state table.
 GATES = GATE_ORDER
+#: a gate result that is a checker fault (stages/faults.py's FAULT; not imported: that would load every
+#: stage and the model stack at each CLI start, tests/test_funnel.py checks they agree)
+FAULT = "fault"
 
 
 def reason_kind(reason: str) -> str:
@@ -90,6 +91,8 @@ def per_accepted(settings: Settings) -> dict[str, float | None]:
                                func.coalesce(func.sum(Item.phase2_attempts), 0))).one()
         accepted = s.exec(select(func.count()).select_from(Item).where(
             Item.state.in_([State.ACCEPTED.value, State.SELECTED.value, State.TOO_EASY.value]))).one()  # type: ignore[attr-defined]
+    from playlisteval.models.runner import spent_usd  # the model stack only when the funnel is shown
+
     spent = spent_usd(engine)
     if not accepted:
         return {"accepted": 0, "phase1_attempts": None, "phase2_attempts": None, "usd": None}

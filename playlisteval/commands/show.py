@@ -11,9 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from playlisteval.cli_support import console, settings_of
-from playlisteval.stages.context import prompts_dir_of
 from playlisteval.store import open_store
-from playlisteval.story import item_story
 
 
 def _when(at: float) -> str:
@@ -81,6 +79,10 @@ def show(ctx: click.Context, item: int, as_json: bool, prompts: bool) -> None:
     """One item's whole story: seed, segments, every attempt with its output, gate verdicts and the
     feedback the next attempt received, transitions, model calls with tokens, latency and dollars."""
     settings = settings_of(ctx)
+    # the stages (and with them the model stack) only when an item is shown: `playlisteval --help` stays quick
+    from playlisteval.stages.context import prompts_dir_of
+    from playlisteval.story import item_story
+
     story = item_story(open_store(settings), item, prompts_dir_of(settings))
     if as_json:
         click.echo(json.dumps(story, indent=2, default=str))
