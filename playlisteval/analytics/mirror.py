@@ -236,6 +236,7 @@ class _Beside:
         self.action: str | None = None
         self.error: BaseException | None = None
         self.thread: threading.Thread | None = None
+        self.finished = False
 
     def start(self, runs: str | None) -> None:
         self.mirror.con.execute("BEGIN")
@@ -257,6 +258,9 @@ class _Beside:
         return self.action
 
     def finish(self, *, commit: bool) -> None:
+        if self.finished:  # once: a failed COMMIT here comes back as finish(commit=False)
+            return
+        self.finished = True
         con = self.mirror.con
         try:
             if self.thread is not None:
