@@ -111,10 +111,10 @@ def figures(project: Path) -> dict[str, Any]:
     engine = open_store(settings)
     clock = Clock()
     con = duckdb.connect()
-    scan.attach(con, engine)
-    board = con.execute(FIGURES_SQL).fetchall()
-    spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM store.model_call WHERE purpose = 'build' "
-                        "GROUP BY ALL").fetchall()
+    with scan.attached(con, engine):  # no Python SQLite connection to the store meanwhile (scan.attached)
+        board = con.execute(FIGURES_SQL).fetchall()
+        spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM store.model_call "
+                            "WHERE purpose = 'build' GROUP BY ALL ORDER BY 1").fetchall()
     lap = clock.lap()
     return {**lap, "board": [list(r) for r in board], "spend": dict(spend)}
 
@@ -131,13 +131,13 @@ def figures_file(project: Path) -> dict[str, Any]:
     engine = open_store(settings)
     clock = Clock()
     con, _path = mirror.connect(project / FILE_NAME)
-    sqlite = scan.attach(con, engine)
+    # the columns first: inside the attachment this process may not open the store itself (scan.attached)
     columns = scan.store_columns(engine, list(VIEW_TABLES), {t: set(c) for t, c in HEAVY_COLUMNS.items()})
-    actions = mirror.Mirror(con, engine, sqlite, columns).sync().actions
-    scan.detach(con)
+    with scan.attached(con, engine) as sqlite:
+        actions = mirror.Mirror(con, engine, sqlite, columns).sync().actions
     board = con.execute(FIGURES_SQL.replace("store.", "")).fetchall()
     spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM model_call WHERE purpose = 'build' "
-                        "GROUP BY ALL").fetchall()
+                        "GROUP BY ALL ORDER BY 1").fetchall()
     lap = clock.lap()
     return {**lap, "judgment": actions["judgment"], "board": [list(r) for r in board], "spend": dict(spend)}
 
@@ -165,9 +165,9 @@ def loader(way: str, project: Path) -> dict[str, Any]:
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM t")
             con.unregister("t")
     elif way == "scanner":
-        scan.attach(con, engine)
-        for name in names:
-            con.execute(f"CREATE TABLE {name} AS {scan.select_all(name, columns[name])}")
+        with scan.attached(con, engine):
+            for name in names:
+                con.execute(f"CREATE TABLE {name} AS {scan.select_all(name, columns[name])}")
     elif way == "adbc":  # ADBC's driver: Arrow batches from C, then the same casts as the scanner
         if engine.dialect.name == "sqlite":
             import adbc_driver_sqlite.dbapi as adbc  # type: ignore[import-not-found,unused-ignore]
