@@ -13,6 +13,8 @@ from typing import Any
 
 import dramatiq
 import structlog
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
 from playlisteval.broker import queued_ids
@@ -50,10 +52,17 @@ def run_foreground(app: App, work: Iterable[tuple[int, State]],
     drained = threading.Event()
     failure: list[BaseException] = []
 
+    dead: list[Any] = getattr(app.broker, "dead_letters_by_queue", {}).get(BUILD_QUEUE, [])
+    before = len(dead)  # letters of an earlier run on this broker are not this run's
+
     def wait_drained() -> None:
         try:
-            app.broker.join(BUILD_QUEUE)
-        except BaseException as exc:  # a dead-lettered message (fail fast): raised in the caller's thread
+            if isinstance(app.broker, StubBroker):  # the in-process broker: its dead letters are read below
+                app.broker.join(BUILD_QUEUE, fail_fast=False)
+                failure.extend(_raised(dead[before:]))
+            else:
+                app.broker.join(BUILD_QUEUE)
+        except BaseException as exc:
             failure.append(exc)
         finally:
             drained.set()
@@ -71,6 +80,20 @@ def run_foreground(app: App, work: Iterable[tuple[int, State]],
         app.leases.close()  # no lease is held any more: the heartbeat thread need not wait around
         if on_tick:
             on_tick()
+
+
+def _raised(letters: list[Any]) -> list[BaseException]:
+    """What the messages that gave up raised, for the caller to raise (the first): all but a step stopped at
+    its time limit, which gave its item back — the run ends with it unfinished, `resume` continues it (the
+    build's exit status says so), instead of a traceback."""
+    out: list[BaseException] = []
+    for message in letters:
+        exc = getattr(message, "_exception", None) or Exception(f"{message} failed with an unknown error")
+        if isinstance(exc, TimeLimitExceeded):
+            log.warning("step.time_limit", message=str(message))
+            continue
+        out.append(exc)
+    return out
 
 
 def sweep_once(app: App) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
@@ -78,3 +79,30 @@ def test_an_item_that_keeps_killing_its_worker_is_failed_as_poison(tmp_path: Pat
     with engine.connect() as conn:
         error = conn.execute(text("SELECT error FROM item")).scalar()
     assert "poison" in error
+
+
+def test_an_item_left_unfinished_by_an_in_process_build_is_not_exit_0(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step given back without a commit (past its time limit: dramatiq does not retry it) leaves the item
+    working with no message in this process: the build says so and exits 3; `resume` finishes it."""
+    from dramatiq.middleware.time_limit import TimeLimitExceeded
+
+    from playlisteval.stages import STAGES
+
+    settings = project(tmp_path, **QUIET_SIM)
+    seeded_store(settings, 1)
+    env = {f"PLAYLISTEVAL_SIM__{k.split('__')[1].upper()}": "0" for k in QUIET_SIM}
+
+    def past_its_time_limit(ctx: object) -> object:
+        raise TimeLimitExceeded()
+
+    monkeypatch.setitem(STAGES, State.PENDING, past_its_time_limit)
+    runner = CliRunner()
+    built = runner.invoke(main, ["--project", str(tmp_path), "build"], env=env)
+    assert built.exit_code == 3, built.output
+    assert "1 item(s) left unfinished" in built.output
+    assert status(settings).states == {"pending": 1}
+    monkeypatch.undo()
+    resumed = runner.invoke(main, ["--project", str(tmp_path), "resume"], env=env)
+    assert resumed.exit_code == 0, resumed.output
+    assert status(settings).states == {"accepted": 1}

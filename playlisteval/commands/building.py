@@ -95,6 +95,7 @@ def resume(ctx: click.Context, budget: float | None, as_json: bool) -> None:
 @click.pass_context
 def retry_failed(ctx: click.Context) -> None:
     """Put failed items back in the state they failed in, and resume them."""
+    from playlisteval.broker import is_redis
     from playlisteval.build import retry_failed as run_retry
 
     settings = settings_of(ctx)
@@ -102,17 +103,26 @@ def retry_failed(ctx: click.Context) -> None:
     with live:
         moved = run_retry(settings, on_tick=tick)
     console.print(f"retried {len(moved)} failed item(s)")
-    sys.exit(_exit_code(settings) if moved else exitcodes.DONE)
+    sys.exit(_exit_code(settings, foreground=not is_redis(settings.broker.url)) if moved else exitcodes.DONE)
 
 
-def _exit_code(settings: Any) -> int:
-    """After a run in this process: paused by the budget, else failed items left, else done."""
+def _exit_code(settings: Any, foreground: bool = True) -> int:
+    """After a run: paused by the budget, else failed items left, else — in this process's run — items
+    still in a working state that no batch is holding (a step given back past its time limit: nothing
+    in this process will send it again until `resume`), else done."""
     from playlisteval.build import status as read_status
+    from playlisteval.models.batch_run import live_requests
+    from playlisteval.store import open_store
 
     st = read_status(settings)
     if st.paused:
         return exitcodes.PAUSED
-    return exitcodes.INCOMPLETE if st.states.get(State.FAILED.value, 0) else exitcodes.DONE
+    if st.states.get(State.FAILED.value, 0):
+        return exitcodes.INCOMPLETE
+    unfinished = sum(st.states.get(state.value, 0) for state in WORKING)
+    if foreground and unfinished and not live_requests(open_store(settings)):
+        return exitcodes.INCOMPLETE
+    return exitcodes.DONE
 
 
 def _after_run(settings: Any, outcome: Any, what: str, as_json: bool = False, max_items: int | None = None) -> int:
@@ -149,6 +159,10 @@ def _after_run(settings: Any, outcome: Any, what: str, as_json: bool = False, ma
     if failed:
         console.print(f"[red]{failed} item(s) failed[/]: `playlisteval status` shows why; "
                       "`playlisteval retry-failed` after fixing it")
+    elif outcome.foreground and code == exitcodes.INCOMPLETE:
+        unfinished = sum(st.states.get(state.value, 0) for state in WORKING)
+        console.print(f"[yellow]{unfinished} item(s) left unfinished[/] (a step given back, e.g. past its time "
+                      "limit): `playlisteval resume` continues them")
     if simulated:
         console.print("[yellow]simulated:[/] the items were built by the sim world (synthetic playlists); "
                       "their spend is notional")
