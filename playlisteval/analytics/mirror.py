@@ -19,10 +19,8 @@ writes to the store: it is attached read-only.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -77,8 +75,10 @@ class Mirror:
     store attached as ``store`` (scan.attach)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine, sqlite: bool,
-                 columns: Mapping[str, list[Column]]) -> None:
+                 columns: Mapping[str, list[Column]], *, ordered: bool = False) -> None:
+        """``ordered``: each table's rows kept in the store's order (slower: one core writes them)."""
         self.con, self.engine, self.sqlite, self.columns = con, engine, sqlite, columns
+        self.ordered = ordered
         self.identity = self._identity()
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {META} (name VARCHAR PRIMARY KEY, signature VARCHAR, "
                          "n BIGINT, max_id BIGINT, open_ids VARCHAR, runs VARCHAR)")
@@ -100,34 +100,24 @@ class Mirror:
 
     def _sync_once(self) -> SyncStats:
         actions: dict[str, str] = {}
-        # one thread per table: the SQLite scanner reads an attached table on one connection anyway, and
-        # parallel compression of what is written costs twice the CPU on a busy 2-core machine (measured)
-        self.con.execute("SET threads = 1")
-        beside = _Beside(self, BESIDE) if self.sqlite and BESIDE in self.columns and len(self.columns) > 1 else None
+        # rows written in whatever order DuckDB's threads finish them: the big tables' copy then uses both
+        # cores (cold report at 1M + 1M: the copy 1.27 s -> 0.97 s, the same CPU, measured), where keeping
+        # insertion order wrote on one. No view or query of ours reads rows in table order (ORDER BY, or
+        # order-free sums; the section cache's content hash too); `playlisteval sql` keeps the order (runner.py).
+        if not self.ordered:
+            self.con.execute("SET preserve_insertion_order = false")
         self.con.execute("BEGIN")
-        committed = False
         try:
             runs = self._runs() if "judge_run" in self.columns else None
-            if beside is not None:
-                beside.start(runs)
             for name, columns in self.columns.items():
-                if beside is None or name != beside.name:
-                    actions[name] = self._table(name, columns, runs)
-            if beside is not None:
-                actions[beside.name] = beside.result()
+                actions[name] = self._table(name, columns, runs)
             self.con.execute("COMMIT")
-            committed = True
-            if beside is not None:  # each table commits with its own row of META: a copy consistent per table
-                beside.finish(commit=True)
         except BaseException:
-            if beside is not None:
-                beside.finish(commit=False)
-            if not committed:
-                self.con.execute("ROLLBACK")
+            self.con.execute("ROLLBACK")
             raise
         finally:
-            self.con.execute("RESET threads")
-        return SyncStats({name: actions[name] for name in self.columns})
+            self.con.execute("RESET preserve_insertion_order")
+        return SyncStats(actions)
 
     def _identity(self) -> str:
         """Which store this is beyond its URL: a store deleted and made again at the same place (its
@@ -216,61 +206,6 @@ class Mirror:
             return self._whole(name, columns, "reloaded (rows deleted or replaced in the store)")
         added = int(after[0]) - int(before) + len(open_ids)
         return f"appended {added}" if added else "unchanged"
-
-
-# copied on a second DuckDB connection (a cursor) while the others are copied: the ledger's read and the
-# judgments' compression then use both cores (cold report at 1M + 1M: the copy 2.1 s -> 1.6 s, measured).
-# SQLite only: the postgres scanner's one snapshot is per DuckDB transaction; the SQLite sync is checked
-# against the store's file stamps as a whole (sync) anyway.
-BESIDE = "model_call"
-
-
-class _Beside:
-    """One table's sync on a cursor of the mirror's connection, in a thread and a transaction of its own
-    (DuckDB releases the GIL while it works), committed or rolled back after the others (``finish``)."""
-
-    def __init__(self, mirror: Mirror, name: str) -> None:
-        self.name = name
-        self.mirror = copy.copy(mirror)
-        self.mirror.con = mirror.con.cursor()  # the same database and attachment, its own transaction
-        self.action: str | None = None
-        self.error: BaseException | None = None
-        self.thread: threading.Thread | None = None
-        self.finished = False
-
-    def start(self, runs: str | None) -> None:
-        self.mirror.con.execute("BEGIN")
-        self.thread = threading.Thread(target=self._run, args=(runs,), name=f"mirror-{self.name}", daemon=True)
-        self.thread.start()
-
-    def _run(self, runs: str | None) -> None:
-        try:
-            self.action = self.mirror._table(self.name, list(self.mirror.columns[self.name]), runs)
-        except BaseException as exc:  # raised again in the syncing thread (result)
-            self.error = exc
-
-    def result(self) -> str:
-        if self.thread is not None:
-            self.thread.join()
-        if self.error is not None:
-            raise self.error
-        assert self.action is not None
-        return self.action
-
-    def finish(self, *, commit: bool) -> None:
-        if self.finished:  # once: a failed COMMIT here comes back as finish(commit=False)
-            return
-        self.finished = True
-        con = self.mirror.con
-        try:
-            if self.thread is not None:
-                self.thread.join()
-            if self.thread is not None and commit and self.error is None:
-                con.execute("COMMIT")
-            elif self.thread is not None:
-                con.execute("ROLLBACK")
-        finally:
-            con.close()
 
 
 class Raced(Exception):

@@ -137,7 +137,8 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
         columns = scan.store_columns(engine, None if names is None else list(names),
                                      {t: set(c) for t, c in skip.items()})
         with scan.attached(con, engine) as sqlite:
-            stats = Mirror(con, engine, sqlite, columns).sync()
+            # a user's `playlisteval sql` (every table) sees rows in the store's order; our views need none
+            stats = Mirror(con, engine, sqlite, columns, ordered=names is None).sync()
         return con, stats, used
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])

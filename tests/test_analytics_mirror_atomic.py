@@ -1,5 +1,5 @@
-"""The ledger synced beside the other tables (mirror._Beside: a second DuckDB connection, in a thread):
-one that fails leaves the analytics file as it was, the other tables' copy included."""
+"""One sync, one DuckDB transaction (mirror.Mirror.sync): a ledger copy that fails leaves the analytics file
+as it was, the other tables' copy included."""
 
 from __future__ import annotations
 
