@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import math
 import threading
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from playlisteval.errors import ConfigError
+from playlisteval.index.blas import one_blas_thread
 
 MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length
 # Abramowitz & Stegun 7.1.26: erf to within 1.5e-7, below float32's resolution of the activations
@@ -44,17 +43,6 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
     return ((x - mean) / np.sqrt(var + eps) * weight + bias).astype(np.float32)
-
-
-def one_blas_thread() -> AbstractContextManager[Any]:
-    """numpy's BLAS limited to one thread for a while. OpenBLAS spreads even a five-token query over
-    every core, and on a busy machine its threads' waiting turned a 10-ms query into half a second;
-    the index already runs one video per thread."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 class MiniLMEncoder:
@@ -88,6 +76,8 @@ class MiniLMEncoder:
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1.0
+        # OpenBLAS spread even a five-token query over every core: on a busy machine its threads' waiting
+        # turned a 10-ms query into half a second; the index already runs one video per thread
         with one_blas_thread():
             hidden = self._forward(ids, mask)
         pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)

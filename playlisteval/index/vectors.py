@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import structlog
+
+from playlisteval.index.blas import one_blas_thread
 
 log = structlog.get_logger(__name__)
 
@@ -65,12 +66,6 @@ def _top_k_row(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[order].astype(np.int64)
 
 
-_blas: Any = None  # threadpoolctl's controller, made on first use (it lists the process's libraries)
-# the limit is process-wide and restored on exit: two threads interleaving enter/exit could leave BLAS
-# at one thread for good, so one limited product at a time (each is memory-bound anyway)
-_blas_lock = threading.Lock()
-
-
 #: a matrix up to this many values (64 MiB of float32) is multiplied by one query on one BLAS thread
 ONE_THREAD_MAX = 1 << 24
 
@@ -82,20 +77,11 @@ def _one_blas_thread(values: int) -> Iterator[None]:
     on two (load 1.7); `python -m bench retrieval` (load 4-17): one thread won up to 10,000 x 1024
     (12 ms against 23 ms), the threads from about 20,000 x 1024 (50,000 x 1024: 60 ms against 91 ms),
     hence ``ONE_THREAD_MAX``. A controller made once: threadpoolctl's ``threadpool_limits`` costs 0.2 ms
-    per call, the controller's ``limit`` 3 us."""
-    global _blas
+    per call, the controller's ``limit`` 3 us (index/blas.py keeps one)."""
     if values > ONE_THREAD_MAX:
         yield
         return
-    try:
-        if _blas is None:
-            from threadpoolctl import ThreadpoolController
-            _blas = ThreadpoolController()
-        limit = _blas.limit
-    except ImportError:
-        yield
-        return
-    with _blas_lock, limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         yield
 
 
