@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import dramatiq
 from dramatiq import Broker, Message
 from dramatiq.brokers.stub import StubBroker
 
@@ -64,3 +65,16 @@ def queued_ids(broker: Broker, queue: str, grace_s: float = 0.0) -> set[int] | N
             except Exception:  # noqa: BLE001  (a message of another kind: not ours to count)
                 continue
     return ids
+
+
+def stop_worker(worker: dramatiq.Worker) -> None:
+    """``worker.stop()``, and the middleware its ``start`` added to the broker taken off again. dramatiq
+    leaves it there: a process running one foreground worker after another on the same broker (a batch
+    build's rounds, indexing then judging) logged "adding a middleware of the same type twice" at every
+    start, once per earlier worker, and kept each stopped worker's hooks, which add consumers to that
+    worker for any queue declared later."""
+    try:
+        worker.stop()
+    finally:
+        worker.broker.middleware[:] = [m for m in worker.broker.middleware
+                                       if getattr(m, "worker", None) is not worker]

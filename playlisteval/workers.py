@@ -17,7 +17,7 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
-from playlisteval.broker import queued_ids
+from playlisteval.broker import queued_ids, stop_worker
 from playlisteval.models.runner import PAUSED_KEY
 from playlisteval.state import State
 from playlisteval.store import items, outbox, transaction
@@ -76,7 +76,7 @@ def run_foreground(app: App, work: Iterable[tuple[int, State]],
         if failure:
             raise failure[0]
     finally:
-        worker.stop()
+        stop_worker(worker)
         app.leases.close()  # no lease is held any more: the heartbeat thread need not wait around
         if on_tick:
             on_tick()
@@ -209,5 +209,5 @@ def serve(app: App, stop: threading.Event | None = None) -> None:
     finally:
         app.leases.close()
         log.info("worker.stopping", worker=app.worker_id)
-        worker.stop()
+        stop_worker(worker)
         app.broker.close()

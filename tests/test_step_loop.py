@@ -173,3 +173,28 @@ def test_a_foreground_run_waits_with_one_thread(tmp_path: Path) -> None:
     run_foreground(app, [(i, S.PENDING) for i in items.create_items(engine)], tick, tick_s=0.05)
     assert len(waiting) > 3 and max(waiting) <= 1
     assert items.is_done(engine)
+
+
+def test_foreground_runs_one_after_another_leave_no_worker_behind(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """dramatiq's worker adds a middleware to the broker at start and never takes it off: a batch build's
+    rounds (one foreground run after another on one broker) warned at each start and kept every stopped
+    worker hooked to the broker."""
+    import logging
+
+    from playlisteval.actors.app import App
+    from playlisteval.state import State as S
+    from playlisteval.workers import run_foreground
+
+    settings = project(tmp_path)
+    engine = seeded_store(settings, 2)
+    app = App(settings, engine=engine)
+    before = list(app.broker.middleware)
+    caplog.set_level(logging.WARNING, logger="dramatiq")
+    work = [(i, S.PENDING) for i in items.create_items(engine)]
+    for _round in range(3):
+        run_foreground(app, work)
+        work = []
+        assert app.broker.middleware == before
+    assert items.is_done(engine)
+    assert not [r for r in caplog.records if "same type twice" in r.getMessage()]

@@ -26,7 +26,7 @@ from dramatiq.errors import QueueJoinTimeout
 from playlisteval import errors
 from playlisteval.actors import jobs, tasks
 from playlisteval.actors.app import App, current_app
-from playlisteval.broker import is_redis
+from playlisteval.broker import is_redis, stop_worker
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError, PlaylistEvalError, as_infrastructure
 from playlisteval.models.runner import Runner
@@ -133,7 +133,7 @@ def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int]
                     if progress:
                         progress(jobs.tally(engine, ids))
         finally:
-            worker.stop()
+            stop_worker(worker)
             app.leases.close()
     else:
         app = App(settings, engine=engine)

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.actors import tasks
 from playlisteval.actors.app import App
-from playlisteval.broker import is_redis, make_broker
+from playlisteval.broker import is_redis, make_broker, stop_worker
 from playlisteval.config import Settings
 from playlisteval.index import pipeline
 from playlisteval.index.pipeline import IndexReport, Progress
@@ -74,7 +74,7 @@ def index_videos(settings: Settings, engine: Engine, video_ids: Sequence[int], e
                 break
     finally:
         if worker is not None:
-            worker.stop()
+            stop_worker(worker)
         broker.close()
         app.leases.close()
 
