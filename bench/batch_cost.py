@@ -162,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("build/bench/batch_cost"), help="scratch folder")
     parser.add_argument("--out", type=Path, default=Path("build/bench/batch_cost.json"))
     args = parser.parse_args(argv)
+    from playlisteval.logs import configure
+
+    configure()  # warnings and errors only, as the CLI without -v: not a line per step of every build
     args.work.mkdir(parents=True, exist_ok=True)
     base = prepare(args.work, args.videos, args.minutes)
     results = {regime: run_regime(base, args.work, regime) for regime in REGIMES}
