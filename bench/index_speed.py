@@ -185,9 +185,42 @@ def main(argv: list[str] | None = None) -> int:
     args.work = args.work.resolve()
     results = run(args.work, args.domains, args.videos, args.minutes, args.hd_videos, args.hd_minutes,
                   args.threads, args.seed, args.evidence_frames, args.only)
+    results["goals"] = goals(results)
     (args.work / f"index{'' if args.only == 'all' else '-' + args.only}.json").write_text(json.dumps(results, indent=1))
     print(json.dumps(results, indent=1))
+    print("goals (issue 13):")
+    for goal, (seen, met) in results["goals"].items():
+        print(f"  {goal:<58} {seen:>10}  {'met' if met else 'NOT met'}", flush=True)
     return 0
+
+
+MEDIA_RTF_MIN, MEDIA_VS_REENCODE_MIN, INDEX_RTF_MIN = 300.0, 10.0, 60.0  # issue 13, on the 720p file
+INDEX_PEAK_MB_MAX, EVIDENCE_S_MAX = 1536.0, 0.5  # the index's peak memory; 128-frame evidence after `index`
+
+
+def goals(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Each goal this run measured, with what it saw and whether it holds: media and index speed on the
+    720p collection (ordinary video), memory and evidence on every collection measured."""
+    out: dict[str, tuple[str, bool]] = {}
+    hd = results.get("720p") or {}
+    if "media_keyed" in hd:
+        rtf, vs = hd["media_keyed"]["rtf"], hd["media_keyed"]["vs_naive"]
+        out[f"720p media >= {MEDIA_RTF_MIN:g}x real time"] = (f"{rtf:g}x", rtf >= MEDIA_RTF_MIN)
+        out[f"720p media >= {MEDIA_VS_REENCODE_MIN:g}x the re-encode"] = (f"{vs:g}x", vs >= MEDIA_VS_REENCODE_MIN)
+    if "index_offline" in hd:
+        rtf = hd["index_offline"]["rtf"]
+        out[f"720p whole offline index >= {INDEX_RTF_MIN:g}x real time"] = (f"{rtf:g}x", rtf >= INDEX_RTF_MIN)
+    for name in ("synthetic", "720p"):
+        got = results.get(name) or {}
+        if "index_offline" in got:
+            peak = got["index_offline"]["peak_rss_mb"]
+            out[f"{name} index peak memory <= {INDEX_PEAK_MB_MAX:g} MB"] = (f"{peak:g} MB", peak <= INDEX_PEAK_MB_MAX)
+        kept = (got.get("evidence") or {}).get("kept") or {}
+        if "uniform" in kept:
+            wall, frames = kept["uniform"]["wall_s"], kept["uniform"]["frames"]
+            out[f"{name} {frames}-frame evidence after index <= {EVIDENCE_S_MAX:g} s"] = (
+                f"{wall:.3f} s", wall <= EVIDENCE_S_MAX)
+    return out
 
 
 if __name__ == "__main__":

@@ -402,10 +402,34 @@ def main(argv: list[str] | None = None) -> int:
                       f"{new['load']} / {old['load']})", flush=True)
             if name.startswith("redis") and new.get("gap_ms_median") and old.get("gap_ms_median"):
                 results[name]["gap_ratio"] = round(old["gap_ms_median"] / new["gap_ms_median"], 1)
+    results["goals"] = goals(results)
+    print("goals (issue 13; at the default sizes: a short run is mostly start-up):")
+    for goal, (seen, met) in results["goals"].items():
+        print(f"  {goal:<52} {seen:>12}  {'met' if met else 'NOT met'}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"saved {args.out}")
     return 0
+
+
+PER_S_MIN, GAP_MS_MAX, OVERHEAD_PCT_MAX = 100.0, 50.0, 2.0  # issue 13's goals for the step loop
+
+
+def goals(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Each goal this run measured, with what it saw and whether it holds (this tree's figures)."""
+    out: dict[str, tuple[str, bool]] = {}
+    inproc = results.get("inproc", {}).get("new", {})
+    if inproc.get("per_s"):
+        out[f"transitions/s, one process, zero latency >= {PER_S_MIN:g}"] = (
+            f"{inproc['per_s']:.1f}/s", inproc["per_s"] >= PER_S_MIN)
+    redis = results.get("redis", {}).get("new", {})
+    if redis.get("gap_ms_median") is not None:
+        out[f"Redis step-to-step gap, median <= {GAP_MS_MAX:g} ms"] = (
+            f"{redis['gap_ms_median']:.1f} ms", redis["gap_ms_median"] <= GAP_MS_MAX)
+    if redis.get("overhead_pct") is not None:
+        out[f"overhead at {redis.get('latency_s', 1.0):g} s latency, Redis workers <= {OVERHEAD_PCT_MAX:g} %"] = (
+            f"{redis['overhead_pct']:.2f} %", redis["overhead_pct"] <= OVERHEAD_PCT_MAX)
+    return out
 
 
 def _child(argv: list[str]) -> int:
