@@ -201,14 +201,17 @@ def test_leaderboard_json_and_the_simulated_label(store: Any) -> None:
                                      "level": 0.95}
     assert alpha["difference_ci"]["p_value"] == pytest.approx(1.0)
     report = settings.root / "r.html"
-    CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report), "-q"])
+    printed = CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report)])
     assert 'id="simulated"' in report.read_text() and "SIMULATED" in report.read_text()
+    assert printed.exit_code == 0 and "SIMULATED" in printed.output  # the terminal says it too
+    as_json = CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report), "--json"])
+    assert json.loads(as_json.output)["simulated"] is True
     with transaction(engine) as s:  # nothing of the sim left in the store: no label
         s.execute(delete(ModelCall).where(ModelCall.provider == "sim"))
     out = CliRunner().invoke(main, ["--project", str(settings.root), "leaderboard", "--json"])
     assert json.loads(out.output)["simulated"] is False
-    CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report), "-q"])
-    assert 'id="simulated"' not in report.read_text()
+    printed = CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report)])
+    assert 'id="simulated"' not in report.read_text() and "SIMULATED" not in printed.output
 
 
 def test_sweeps_carry_intervals_and_a_paired_difference_to_the_main_run(an: Any) -> None:

@@ -173,18 +173,16 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
         with progress_bar("report", "sections") as update:
             page = write_page(an, settings, out, benchmark, progress=update, extra=[html_section])
         if as_json:
-            from playlisteval.models.simulated import is_simulated
-
             emit_json({"out": str(out), "benchmark": page.benchmark,
                        "sections": [{"id": sec.id, "title": sec.title} for sec in page.sections],
-                       "simulated": is_simulated(an.engine)})
+                       "simulated": bool(page.simulated)})
             return
         # printed from the page's own leaderboard: nothing computed again (a report reused whole from the
         # section cache stays as cheap as that, issue 13)
         if not quiet and not print_report_leaderboard(page, settings):
             print_leaderboard(an, settings, choose_benchmark(an, benchmark))
-    if not quiet:
-        _label_simulated(settings)
+    if not quiet and page.simulated:  # the page's own banner (models/simulated.py NOTE): no second look
+        console.print(f"[yellow]{page.simulated}[/]", highlight=False)
     console.print(f"wrote {out}")
 
 

@@ -8,7 +8,6 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
-from playlisteval.human import results
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Benchmark, HumanStudy
 
@@ -60,6 +59,10 @@ GROUP_HEADERS = ["Pairs", "Ratings", "Agree %", "Majority agrees / overturns", "
 
 
 def study_report(settings: Settings, engine: Engine, study: HumanStudy) -> dict[str, Any]:
+    # imported here: results loads the select package (and with it the model runner), 0.16 s of every
+    # `playlisteval report`, which asks for this section and has no study in most projects
+    from playlisteval.human import results
+
     tasks, ratings, simulated = results.load(engine, study)
     cfg = settings.human
     out = results.summarize(tasks, ratings, seed=study.seed, resamples=cfg.bootstrap, level=cfg.confidence)
