@@ -18,6 +18,8 @@ from typing import Any
 
 import duckdb
 
+from playlisteval.analytics.scan import literal as _quoted  # a string as a quoted SQL string
+
 _INT32 = 2**31
 _INT64 = 2**63
 _STATEMENT = "_playlisteval_query"  # the one prepared statement a query with parameters uses
@@ -25,10 +27,6 @@ _STATEMENT = "_playlisteval_query"  # the one prepared statement a query with pa
 
 class Unwritable(TypeError):
     """A value with no literal here (the caller binds it the ordinary way)."""
-
-
-def quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def literal(value: Any) -> str:
@@ -42,11 +40,11 @@ def literal(value: Any) -> str:
         return f"CAST({value} AS {kind})"
     if isinstance(value, float):
         text = repr(value) if math.isfinite(value) else str(value)  # 'nan', 'inf', '-inf'
-        return f"CAST({quote(text)} AS DOUBLE)"
+        return f"CAST({_quoted(text)} AS DOUBLE)"
     if isinstance(value, str):
-        return f"CAST({quote(value)} AS VARCHAR)"
+        return f"CAST({_quoted(value)} AS VARCHAR)"
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return f"CAST([{', '.join(quote(v) for v in value)}] AS VARCHAR[])"
+        return f"CAST([{', '.join(_quoted(v) for v in value)}] AS VARCHAR[])"
     raise Unwritable(f"no SQL literal for {type(value).__name__}")
 
 
