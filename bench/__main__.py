@@ -13,6 +13,15 @@
     python -m bench steps [options]       the build's step loop: transitions/s with a zero-latency model; with
                                           Redis workers, step-to-step gap and overhead at 1 s model latency,
                                           against the commit before the lean loop (bench/steps_speed.py)
+    python -m bench commands [options]    whole commands as processes (--help, status, funnel, show, leaderboard,
+                                          report) on 100k items / 1M ledger rows against a 10-item store
+                                          (bench/commands_speed.py)
+    python -m bench index-command [options]  the whole `index --profile` on a 5-minute 720p30 lecture with
+                                          captions, beside ffmpeg's keyframe-only and full decode of the same
+                                          file (bench/index_command.py)
+    python -m bench evidence [options]    cold 128-frame evidence for one pair (two 10-minute 720p30 files, no
+                                          kept frames): exact timestamps vs the keyframe rule, beside ffmpeg's
+                                          keyframe-only decode of the same files (bench/evidence_cold.py)
 
 ``python -m bench NAME --help`` lists each one's options.
 """
@@ -20,7 +29,9 @@ import sys
 from importlib import import_module
 
 MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "report": "bench.report_speed",
-           "batch": "bench.batch_cost", "speech": "bench.speech", "steps": "bench.steps_speed"}
+           "batch": "bench.batch_cost", "speech": "bench.speech", "steps": "bench.steps_speed",
+           "commands": "bench.commands_speed", "index-command": "bench.index_command",
+           "evidence": "bench.evidence_cold"}
 
 args = sys.argv[1:]
 name = args.pop(0) if args and args[0] in MODULES else "index"  # no name (or only options): the index benchmark

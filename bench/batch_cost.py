@@ -68,7 +68,7 @@ def prepare(root: Path, videos: int, minutes: float) -> Path:
     """The synthetic collection, added and indexed once: the store every regime starts from."""
     from playlisteval.actors.indexing import index_collection
     from playlisteval.index.collection import add_paths
-    from playlisteval.synth.make import make_collection
+    from playlisteval.world.synth.make import make_collection
 
     base = root / "base"
     write_project(base, force=True)
@@ -93,8 +93,8 @@ def _copy(base: Path, dest: Path) -> Settings:
 
 
 def run_regime(base: Path, root: Path, regime: str) -> dict[str, Any]:
-    from playlisteval.batch_build import BUILD_ROLES
-    from playlisteval.build import build
+    from playlisteval.actors.batch_rounds import BUILD_ROLES
+    from playlisteval.actors.build_run import build
     from playlisteval.commands.models import run_maybe_batched
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions

@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a file: bench/index_speed.py
 
 from playlisteval.config import write_project
 from playlisteval.media.probe import probe
-from playlisteval.synth.make import make_collection
+from playlisteval.world.synth.make import make_collection
 
 ROOT = Path(__file__).resolve().parents[1]
 HD_FILTER = "scale=1280:720:flags=bicubic,fps=30,noise=alls=6:allf=t"

@@ -41,7 +41,7 @@ from playlisteval.index.collection import add_manifest, add_paths
 from playlisteval.index.search import search
 from playlisteval.media.probe import probe
 from playlisteval.store import forget_engines, open_store
-from playlisteval.synth.make import make_collection
+from playlisteval.world.synth.make import make_collection
 
 VOICES = ("en-us", "en-gb-x-rp", "flite")
 PE = Path(sys.executable).with_name("playlisteval")

@@ -65,9 +65,9 @@ def _seed(settings: Any, n: int, ledger_rows: int) -> None:
 
     from playlisteval.store import open_store, transaction
     from playlisteval.store.tables import Chunk, Domain, Playlist, Seed, Segment, Video
-    from playlisteval.synth import vocab
-    from playlisteval.synth.make import plan_world
-    from playlisteval.synth.world import save_world
+    from playlisteval.world.synth import vocab
+    from playlisteval.world.synth.make import plan_world
+    from playlisteval.world.synth.world import save_world
 
     engine = open_store(settings)
     rng, taken = random.Random(n), set[str]()
@@ -147,7 +147,7 @@ class Replay:
 def _build_once(project: Path, env: dict[str, str], seeds: int, ledger_rows: int, memo: dict[str, Any],
                 record: bool) -> dict[str, Any]:
     from playlisteval.actors.app import App
-    from playlisteval.build import build
+    from playlisteval.actors.build_run import build
     from playlisteval.models.registry import Registry
     from playlisteval.models.runner import Runner
     from playlisteval.store import forget_engines, open_store
@@ -204,9 +204,9 @@ def _wait_port(port: int) -> None:
 
 
 def child_redis(project: Path, items: int, threads: int, latency: float, timeout_s: float) -> dict[str, Any]:
-    from playlisteval.build import build
-    from playlisteval.state import WORKING
+    from playlisteval.actors.build_run import build
     from playlisteval.store import open_store
+    from playlisteval.store.states import WORKING
 
     port = _free_port()
     redis = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
@@ -293,7 +293,7 @@ def _busy(engine: Any, threads: int, items: int) -> dict[str, Any]:
     """How busy the worker's threads kept the model while every thread had an item to work on: model
     seconds / (threads x that window), the window ending when fewer items than threads were left. With
     more items than threads, a consumer that sleeps while messages wait shows here as idle threads."""
-    from playlisteval.state import TERMINAL
+    from playlisteval.store.states import TERMINAL
 
     done = tuple(st.value for st in TERMINAL)
     with engine.connect() as conn:
@@ -330,7 +330,7 @@ def _baseline_tree(rev: str) -> Path:
 
 _POLL_HOOK = """import os
 if os.environ.get("PE_BENCH_POLL_MS"):  # bench/steps_speed.py: the worker's poll bound set for one run
-    import playlisteval.workers as workers
+    import playlisteval.actors.workers as workers
     workers.POLL_MS = int(os.environ["PE_BENCH_POLL_MS"])
 """
 

@@ -9,21 +9,24 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 
-from playlisteval import logs
-from playlisteval.cli_support import console, err_console
-from playlisteval.commands import all_commands
-from playlisteval.config import write_project
+from playlisteval.commands.lazy import LazyGroup
 from playlisteval.errors import PlaylistEvalError
+from playlisteval.logs.redaction import wrap_std_streams
 
 
-class _Group(click.Group):
+class _Group(LazyGroup):
+    """Commands load when they run (commands/lazy.py); what reaches here as an error is one line."""
+
     def main(self, *args: Any, **kwargs: Any) -> Any:
         _quick_exit_collection()
         return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from rich.markup import escape
+
+        from playlisteval.commands.support import err_console  # the consoles load with a command, not at start
+
         try:
             return super().invoke(ctx)
         except PlaylistEvalError as exc:
@@ -35,10 +38,19 @@ class _Group(click.Group):
             err_console.print(f"[bold red]error:[/]{where}: {exc.strerror or exc}", highlight=False)
             sys.exit(1)
         except KeyboardInterrupt:
+            from playlisteval.commands.outcomes import interrupted_hint
+
             # every committed step is in the store; a step cut short is redone (and its calls are cached)
-            err_console.print("interrupted: everything committed so far is kept in the store; "
-                              "run `playlisteval resume` to go on", highlight=False)
-            sys.exit(130)
+            err_console.print(escape(interrupted_hint(ctx.invoked_subcommand)), highlight=False)
+            sys.exit(130)  # exitcodes.INTERRUPTED
+        except Exception as exc:  # a Redis broker or a store that cannot be reached: one line, no traceback
+            from playlisteval.commands.outcomes import unreachable
+
+            line = unreachable(exc)
+            if line is None:
+                raise
+            err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
+            sys.exit(1)
 
 
 _exit_hook = False
@@ -76,6 +88,9 @@ def main(ctx: click.Context, project: Path | None, verbose: int) -> None:
       playlisteval build                   # questions, gold answers, graded wrong answers
       playlisteval status
     """
+    from playlisteval import logs  # structlog: loaded once a command runs, not for a bare --help
+
+    wrap_std_streams()  # nothing printed shows an API key a provider quoted (issue 25)
     logs.configure(verbose)
     ctx.obj = {"project": project}
 
@@ -85,13 +100,12 @@ def main(ctx: click.Context, project: Path | None, verbose: int) -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing playlisteval.toml.")
 def init(directory: Path, force: bool) -> None:
     """Create a project in DIRECTORY: a commented playlisteval.toml whose defaults run offline."""
+    from playlisteval.commands.support import console
+    from playlisteval.config import write_project
+
     path = write_project(directory, force=force)
     console.print(f"wrote {path}")
     console.print("Every role runs on the offline [bold]sim[/] world; edit \\[models] to use real models.")
-
-
-for _command in all_commands():
-    main.add_command(_command)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
     │   ├── TransientModelError       429 / 5xx / timeout: retried with backoff (Retry-After honoured)
     │   ├── PermanentModelError       4xx, refusal to serve, bad request: the item fails with it kept
     │   ├── ProviderNotAvailable      the provider's SDK is not installed or its key is not set
+    │   │   └── ProviderDown          the provider failed the same way N times in a row: the run stops
     │   ├── CheckerFault              a gate's model reply stayed unusable: no verdict, the step is retried
     │   └── BudgetExceeded            the next paid call would pass the build budget: the build pauses
     │       └── QuotaExhausted        the provider's quota or billing is used up: the build pauses too
@@ -69,6 +70,12 @@ class PermanentModelError(ModelError):
 
 class ProviderNotAvailable(ModelError):
     pass
+
+
+class ProviderDown(ProviderNotAvailable):
+    """A provider refused the connection, or the key, the same way ``[runner] stop_after_same_failures``
+    times in a row (models/failstreak.py): every later call would fail alike, so the run stops early
+    with one message instead of trying each item ``max_attempts`` times in silence."""
 
 
 class CheckerFault(ModelError):

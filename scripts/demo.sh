@@ -35,7 +35,7 @@ run select
 step "evaluate judges (retrieved vs uniform evidence, swapped sides) and the retriever"
 # a 9-minute corpus per domain: 16 frames keep evidence selective (128 would cover it all); set as the
 # project's default so these runs are the judge's main runs (a --frames flag would make them sweeps)
-export PLAYLISTEVAL_EVAL__FRAMES=16
+"$pe" protocol set --frames 16
 run eval judge --judge sim/judge --evidence retrieved
 run eval judge --judge sim/judge --evidence uniform
 run eval judge --judge sim/judge --evidence retrieved --swap

@@ -17,14 +17,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.actors import App
+from playlisteval.build.stages.context import StepContext
 from playlisteval.config import Settings
 from playlisteval.models.registry import Registry
 from playlisteval.models.request import ModelRequest, ProviderReply, Usage
 from playlisteval.models.runner import Runner
-from playlisteval.models.sim import SimProvider
-from playlisteval.stages.context import StepContext
 from playlisteval.store import items, open_store
 from playlisteval.store.tables import QA, DistractorSet, GateResult, Item, ModelCall
+from playlisteval.world.sim.provider import SimProvider
 
 
 def fixed_worlds(name: str) -> Path:

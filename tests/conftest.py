@@ -18,6 +18,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-api", action="store_true", help="run tests that call live model APIs")
     parser.addoption("--run-gpu", action="store_true", help="run tests that need a GPU")
+    parser.addoption("--run-llm", action="store_true",
+                     help="run the real llama.cpp contract tests (llm extra; GGUF via PLAYLISTEVAL_TEST_GGUF_WHEELS)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -26,6 +28,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="live API test: pass --run-api (and set the keys)"))
         if "gpu" in item.keywords and not config.getoption("--run-gpu"):
             item.add_marker(pytest.mark.skip(reason="GPU test: pass --run-gpu"))
+        if "llm" in item.keywords and not config.getoption("--run-llm"):
+            item.add_marker(pytest.mark.skip(reason="real llama.cpp test: pass --run-llm (make llm installs it)"))
 
 
 def free_port() -> int:
@@ -64,6 +68,15 @@ def _fresh_engines() -> Iterator[None]:
     from playlisteval.store import forget_engines
 
     forget_engines()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fail_streak() -> Iterator[None]:
+    """Each test starts with no provider failures counted (the count is per process: models/failstreak.py)."""
+    from playlisteval.models.failstreak import STREAK
+
+    STREAK.reset()
+    yield
 
 
 PG_ADMIN = os.environ.get("PLAYLISTEVAL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")

@@ -11,7 +11,7 @@ from playlisteval.index.embedders import get_embedder
 from playlisteval.index.vectors import content_hash, encode
 from playlisteval.store import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
-from playlisteval.synth.world import load_world, scenes_in
+from playlisteval.world.synth.world import load_world, scenes_in
 from tests.helpers import seeded_store
 
 

@@ -29,9 +29,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from playlisteval.models.runner import spend
-from playlisteval.state import TERMINAL, WORKING
+from playlisteval.models.budget import spend
 from playlisteval.store import items
+from playlisteval.store.states import TERMINAL, WORKING
 from tests.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[1]

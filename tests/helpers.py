@@ -12,9 +12,9 @@ from sqlalchemy.engine import Engine
 from playlisteval.config import Settings, load_settings, write_project
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import Chunk, Domain, Playlist, Seed, Segment, Video
-from playlisteval.synth import vocab
-from playlisteval.synth.make import plan_world
-from playlisteval.synth.world import save_world
+from playlisteval.world.synth import vocab
+from playlisteval.world.synth.make import plan_world
+from playlisteval.world.synth.world import save_world
 
 
 def env_for(**overrides: object) -> dict[str, str]:
@@ -84,11 +84,11 @@ def write_json(path: Path, data: object) -> None:
 def built_synthetic_project(root: Path, **overrides: object) -> Settings:
     """A project under ``root`` over a synthetic collection (2 domains × 3 videos × 3 minutes), added,
     indexed and built with the sim: what the select / eval / human tests start from."""
+    from playlisteval.actors.build_run import build
     from playlisteval.actors.indexing import index_collection
-    from playlisteval.build import build
     from playlisteval.index.collection import add_paths
     from playlisteval.store import open_store
-    from playlisteval.synth.make import make_collection
+    from playlisteval.world.synth.make import make_collection
 
     settings = project(root, **overrides)
     make_collection(root / "videos", domains=2, playlists=1, videos=3, minutes=3, seed=0)

@@ -12,8 +12,8 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from playlisteval.actors.build_run import build
 from playlisteval.actors.indexing import index_collection
-from playlisteval.build import build
 from playlisteval.cli import main
 from playlisteval.config import Settings
 from playlisteval.human.design import plan_study
@@ -22,7 +22,7 @@ from playlisteval.human.tasks import find_study
 from playlisteval.index.collection import add_paths
 from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import forget_engines, open_store
-from playlisteval.synth.make import make_collection
+from playlisteval.world.synth.make import make_collection
 from tests.helpers import QUIET_SIM, env_for, project
 
 OVERRIDES: dict[str, object] = dict(

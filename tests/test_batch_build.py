@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from playlisteval.batch_build import BUILD_ROLES
-from playlisteval.build import build, resume
-from playlisteval.models.batch_sim import FOLDER
+from playlisteval.actors.batch_rounds import BUILD_ROLES
+from playlisteval.actors.build_run import build, resume
 from playlisteval.store import forget_engines
+from playlisteval.world.sim.batch import FOLDER
 from tests.builder_helpers import app_with, fixed_worlds
 from tests.helpers import project, seeded_store
 

@@ -92,7 +92,7 @@ def test_batched_selection_and_judging_give_the_same_benchmark_at_half_the_price
 # -- crash tests against the OpenAI wire fake ------------------------------------------------------------
 KILLER = """
 import os, signal, sys
-from playlisteval.models import batch_openai, batch_results
+from playlisteval.models.batch import openai as batch_openai, results as batch_results
 mode = sys.argv[2]
 if mode == "after_send":  # the provider has the batch; the store never learns its id
     send = batch_openai.OpenAIBatch.submit

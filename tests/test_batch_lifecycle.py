@@ -13,9 +13,9 @@ from sqlmodel import select
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded
-from playlisteval.models.batch import Collector, Deferred
-from playlisteval.models.batch_api import Backends
-from playlisteval.models.batch_run import Clock, drive, live_requests
+from playlisteval.models.batch.api import Backends
+from playlisteval.models.batch.lifecycle import Collector, Deferred
+from playlisteval.models.batch.run import Clock, drive, live_requests
 from playlisteval.models.request import ModelRequest, TextPart, VideoPart
 from playlisteval.models.runner import Runner
 from playlisteval.store import transaction
@@ -243,7 +243,7 @@ def test_gemini_batches_reference_uploaded_clips(settings: Settings, api: FakeAP
 def test_status_and_batches_show_open_batches_with_age_and_expected_cost(settings: Settings, api: FakeAPI) -> None:
     from click.testing import CliRunner
 
-    from playlisteval.build import status
+    from playlisteval.actors.build_run import status
     from playlisteval.cli import main
 
     runner = runner_for(settings)
@@ -272,7 +272,7 @@ def test_a_missing_key_leaves_batches_waiting_and_resume_collects_them(settings:
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from playlisteval.build import resume
+    from playlisteval.actors.build_run import resume
 
     runner = runner_for(settings)
     requests = [req(i) for i in range(2)]

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from playlisteval.cli import main
 from playlisteval.config import Price, load_settings, write_project
 from playlisteval.models import pricing
-from playlisteval.models.batch_estimate import mode_costs, totals
+from playlisteval.models.batch.estimate import mode_costs, totals
 from playlisteval.models.estimate import project_cost
 from playlisteval.models.request import Usage
 

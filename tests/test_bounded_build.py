@@ -11,8 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from playlisteval.bounded import Bounds, create_items
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
+from playlisteval.build.bounded import Bounds, create_items
 from playlisteval.cli import main
 from playlisteval.store import transaction
 from playlisteval.store.tables import Seed

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from playlisteval.cli import main
 from playlisteval.config import Settings, load_settings, write_project
-from playlisteval.config_source import key_lines
+from playlisteval.config.source import key_lines
 from playlisteval.errors import ConfigError
 
 _BOUNDS = (annotated_types.Gt, annotated_types.Ge, annotated_types.Lt, annotated_types.Le)

@@ -9,7 +9,7 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import text
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.config import Settings
 from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import open_store

@@ -187,8 +187,8 @@ def test_the_sweeper_resends_a_job_whose_message_was_lost(redis_url: str, tmp_pa
     """A queued job with no message (Redis lost it) and a running one whose holder stopped renewing its lease
     are sent again by a worker's sweeper; a job with a message is not sent twice."""
     from playlisteval.actors import App, jobs
-    from playlisteval.broker import queued_ids
-    from playlisteval.workers import sweep_once
+    from playlisteval.actors.broker import queued_ids
+    from playlisteval.actors.workers import sweep_once
 
     settings = project(tmp_path, broker__url=redis_url, broker__sweep_grace_s=0)
     app = App(settings)

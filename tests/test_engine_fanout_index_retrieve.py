@@ -50,9 +50,9 @@ def ranks(engine: Engine, run_id: int) -> list[Any]:
 
 def test_index_and_eval_retrieve_fan_out_to_two_worker_processes(tmp_path: Path, redis_url: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from playlisteval.build import build
+    from playlisteval.actors.build_run import build
     from playlisteval.index.collection import add_paths
-    from playlisteval.synth.make import make_collection
+    from playlisteval.world.synth.make import make_collection
 
     root = tmp_path / "p"
     local_env = env_for(**OVERRIDES)  # the in-process broker

@@ -22,15 +22,15 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from playlisteval.actors import App
+from playlisteval.actors.build_run import build, resume
 from playlisteval.actors.step import run_step
-from playlisteval.build import build, resume
+from playlisteval.actors.workers import sweep_once
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError
 from playlisteval.models.ratelimit import RateLimits
-from playlisteval.state import State
 from playlisteval.store import items, open_store, transaction
+from playlisteval.store.states import State
 from playlisteval.store.tables import Item
-from playlisteval.workers import sweep_once
 from tests.fault_helpers import RedisServer, scalar
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.test_spine import all_terminal, paid_twice, start_worker, stop, wait_until
@@ -142,7 +142,7 @@ def test_a_locked_store_under_a_step_gives_the_item_back_instead_of_failing_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
 
-    from playlisteval.stages import STAGES
+    from playlisteval.build.stages import STAGES
 
     settings = project(tmp_path, store__busy_timeout_s=0.2, **QUIET_SIM)
     engine = seeded_store(settings, 1)
@@ -287,7 +287,7 @@ def ledger_rows(engine: Engine) -> list[Any]:
 
 @pytest.mark.slow
 def test_a_kill_in_the_middle_of_repairs_pays_no_try_twice_and_spend_shows_what_was_paid(tmp_path: Path) -> None:
-    from playlisteval.build import status
+    from playlisteval.actors.build_run import status
     from playlisteval.models.runner import Runner
 
     overrides: dict[str, object] = dict(sim__malformed_json=1, sim__latency_s=0.5, build__malformed_retries=2)
@@ -315,7 +315,8 @@ def test_a_kill_in_the_middle_of_repairs_pays_no_try_twice_and_spend_shows_what_
 
 
 def test_a_call_that_finishes_after_being_marked_interrupted_stays_marked(tmp_path: Path) -> None:
-    from playlisteval.models.runner import Runner, spend
+    from playlisteval.models.budget import spend
+    from playlisteval.models.runner import Runner
 
     settings = project(tmp_path, sim__latency_s=1.0)
     engine = open_store(settings)

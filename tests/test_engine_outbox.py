@@ -22,15 +22,15 @@ from dramatiq.brokers.stub import StubBroker
 from sqlalchemy import text
 
 from playlisteval.actors import App, middleware, tasks
+from playlisteval.actors.build_run import build
 from playlisteval.actors.step import fault_backoff_ms, limits_for, run_step
-from playlisteval.build import build
+from playlisteval.actors.workers import run_foreground, sweep_once
+from playlisteval.build.stages import STAGES, faults
 from playlisteval.errors import BudgetExceeded, CheckerFault, InfrastructureError, TransientModelError
-from playlisteval.models.runner import PAUSED_KEY
-from playlisteval.stages import STAGES, faults
-from playlisteval.state import State
+from playlisteval.models.budget import PAUSED_KEY
 from playlisteval.store import items, outbox, transaction
+from playlisteval.store.states import State
 from playlisteval.store.tables import Item, KeyValue
-from playlisteval.workers import run_foreground, sweep_once
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.test_spine import all_terminal, wait_until
 

@@ -18,10 +18,10 @@ from click.testing import CliRunner, Result
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from playlisteval import exitcodes
+from playlisteval.actors.build_run import build
 from playlisteval.analytics import Analytics
-from playlisteval.build import build
 from playlisteval.cli import main
+from playlisteval.commands import exitcodes
 from playlisteval.config import Settings
 from playlisteval.eval.judge import run_judge
 from playlisteval.eval.options import JudgeOptions

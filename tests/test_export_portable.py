@@ -13,13 +13,13 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.cli import main
 from playlisteval.config import Settings
 from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import transaction
 from playlisteval.store.tables import Playlist, Video
-from playlisteval.synth.world import world_path
+from playlisteval.world.synth.world import world_path
 from tests.eval_helpers import indexed_seeded_store
 from tests.helpers import QUIET_SIM, env_for, project
 

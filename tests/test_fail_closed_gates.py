@@ -21,21 +21,21 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import Session, col, select
 
+from playlisteval.actors.build_run import build, resume
 from playlisteval.actors.step import limits_for
-from playlisteval.build import build, resume
+from playlisteval.build.gates import c1_structure, d2_structure
+from playlisteval.build.gates.ranking import ranked_ratings, ranking_problem
+from playlisteval.build.stages import check_distractors, check_qa
+from playlisteval.build.stages.faults import FAULTS_PER_STEP
+from playlisteval.build.stages.feedback import phase1_failures
 from playlisteval.cli import main
 from playlisteval.commands.funnel import funnel
 from playlisteval.config import BuildSettings, Settings
 from playlisteval.errors import CheckerFault
-from playlisteval.gates import c1_structure, d2_structure
-from playlisteval.gates.ranking import ranked_ratings, ranking_problem
 from playlisteval.models.request import ModelRequest
-from playlisteval.models.sim_context import sections
-from playlisteval.stages import check_distractors, check_qa
-from playlisteval.stages.faults import FAULTS_PER_STEP
-from playlisteval.stages.feedback import phase1_failures
 from playlisteval.store import forget_engines, items, open_store
 from playlisteval.store.tables import QA, DistractorSet, GateResult, Item, ModelCall, ResponseCache
+from playlisteval.world.sim.context import sections
 from tests.builder_helpers import Planted, app_with, calls_by_role, context, fixed_worlds
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.provider_fakes import CHAT, FakeAPI, fake_api

@@ -22,9 +22,9 @@ import redis
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from playlisteval.build import build, resume, set_budget, status
+from playlisteval.actors.build_run import build, resume, set_budget, status
 from playlisteval.config import Settings
-from playlisteval.models.runner import spend
+from playlisteval.models.budget import spend
 from playlisteval.store import items, make_engine
 from tests.conftest import PG_ADMIN
 from tests.fault_helpers import (
@@ -443,9 +443,9 @@ def test_a_message_fetched_but_never_received_is_lost_work_for_the_sweeper(tmp_p
     """A consumer's fetch that Redis ran after the client had timed out leaves the message "delivered" to a
     live worker that never saw it. The sweeper used to count it as queued, and the item waited forever."""
     from playlisteval.actors import BUILD_QUEUE, App
-    from playlisteval.state import State
+    from playlisteval.actors.workers import sweep_once
     from playlisteval.store import transaction
-    from playlisteval.workers import sweep_once
+    from playlisteval.store.states import State
 
     settings = project(tmp_path, broker__url=own_redis.url, broker__sweep_grace_s=5, **QUIET_SIM)
     engine = seeded_store(settings, 2)

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from sqlalchemy import text
 from sqlmodel import Session, select
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.cli import main
 from playlisteval.commands.funnel import GATES, funnel, funnel_sql, per_accepted, reason_kind
 from playlisteval.config import Settings
-from playlisteval.state import State
 from playlisteval.store import forget_engines, open_store
+from playlisteval.store.states import State
 from playlisteval.store.tables import Item
 from tests.builder_helpers import app_with, check_limits, fixed_worlds
 from tests.helpers import project, seeded_store
@@ -133,8 +133,8 @@ def test_an_empty_store_has_an_empty_funnel(tmp_path: Path) -> None:
 
 def test_the_funnel_names_a_checker_fault_as_the_stages_record_it() -> None:
     """commands/funnel.py spells FAULT itself (importing stages would load the model stack at each CLI start)."""
+    from playlisteval.build.stages.faults import FAULT as RECORDED
     from playlisteval.commands.funnel import FAULT
-    from playlisteval.stages.faults import FAULT as RECORDED
 
     assert FAULT == RECORDED
 
@@ -144,7 +144,23 @@ def test_the_cli_starts_without_the_model_stack() -> None:
     import subprocess
     import sys
 
-    heavy = "('playlisteval.models.runner', 'playlisteval.stages')"
+    heavy = "('playlisteval.models.runner', 'playlisteval.build.stages')"
     code = f"import sys, playlisteval.cli; print(sorted(m for m in sys.modules if m.startswith({heavy})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_a_bare_help_loads_no_command_module_nor_the_store() -> None:
+    """`playlisteval --help` lists the commands from commands/lazy.py's table (issue 26: <= 0.3 s): no command
+    module, no ORM, no settings (pydantic), no structlog is imported to print it."""
+    import subprocess
+    import sys
+
+    heavy = ("'playlisteval.commands.', 'playlisteval.store', 'playlisteval.config', 'sqlalchemy', 'sqlmodel', "
+             "'pydantic', 'structlog', 'duckdb', 'numpy'")
+    code = ("import sys, io, contextlib, playlisteval.cli as c\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out: c.main(['--help'], standalone_mode=False)\n"
+            "assert 'status' in out.getvalue()\n"
+            f"print(sorted(m for m in sys.modules if m.startswith(({heavy})) and m != 'playlisteval.commands.lazy'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from playlisteval.build.gates import GateVerdict, c1_structure, d2_structure, first_rejection
+from playlisteval.build.gates.citations import Citation, chunks_by_clip, parse_citations, strip_citations, uniform
+from playlisteval.build.gates.ranking import ranked_ratings
 from playlisteval.config import BuildSettings
-from playlisteval.gates import GateVerdict, c1_structure, d2_structure, first_rejection
-from playlisteval.gates.citations import Citation, chunks_by_clip, parse_citations, strip_citations, uniform
-from playlisteval.gates.ranking import ranked_ratings
 
 
 # -- the citation parser ---------------------------------------------------------------------------

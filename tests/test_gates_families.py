@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
+from playlisteval.build.gates.preflight import CHECKS, family, family_clashes
 from playlisteval.cli import main
 from playlisteval.config import DEFAULT_MODELS
 from playlisteval.errors import ConfigError
-from playlisteval.gates.preflight import CHECKS, family, family_clashes
 from tests.helpers import project, seeded_store
 
 

@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
+from playlisteval.build.gates import GateVerdict
+from playlisteval.build.gates.citations import uniform
+from playlisteval.build.stages import check_distractors, check_qa
+from playlisteval.build.stages.inputs import load_clips
 from playlisteval.config import Settings
-from playlisteval.gates import GateVerdict
-from playlisteval.gates.citations import uniform
 from playlisteval.models.request import ModelRequest
-from playlisteval.models.sim_context import sections
-from playlisteval.stages import check_distractors, check_qa
-from playlisteval.stages.inputs import load_clips
 from playlisteval.store import forget_engines, open_store
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item
-from playlisteval.synth import vocab
+from playlisteval.world.sim.context import sections
+from playlisteval.world.synth import vocab
 from tests.builder_helpers import Planted, app_with, calls_by_role, context, fixed_worlds
 from tests.helpers import QUIET_SIM, project, seeded_store
 
@@ -293,7 +293,7 @@ def test_gold_and_wrong_answers_reach_d3_identically_formatted(accepted: tuple[S
 
 
 def test_c2_1_gets_six_windows_from_the_playlist_shuffled_per_item(accepted: tuple[Settings, int]) -> None:
-    from playlisteval.stages.inputs import transcript_windows
+    from playlisteval.build.stages.inputs import transcript_windows
 
     settings, item_id = accepted
     app, _ = app_with(settings)

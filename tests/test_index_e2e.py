@@ -21,8 +21,8 @@ from playlisteval.index.search import search
 from playlisteval.index.work import read_outcome
 from playlisteval.store import open_store
 from playlisteval.store.tables import Chunk, ChunkVector, Seed, Segment, Video
-from playlisteval.synth import make
-from playlisteval.synth.world import load_world
+from playlisteval.world.synth import make
+from playlisteval.world.synth.world import load_world
 from tests.helpers import project
 
 pytestmark = pytest.mark.skipif(

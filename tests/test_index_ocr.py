@@ -3,6 +3,9 @@ read again, while a changed sign (a small area changed a lot) is; chunk vectors 
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
@@ -10,9 +13,10 @@ from pydantic import ValidationError
 
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
+from playlisteval.index import ocr as ocr_module
 from playlisteval.index.embedders import ChunkInput, HashingEmbedder, embed_chunks, recipe
-from playlisteval.index.ocr import FrameTextReader, get_ocr
-from playlisteval.synth.make import FONT
+from playlisteval.index.ocr import FrameTextReader, RapidOcr, get_ocr, share_cores
+from playlisteval.world.synth.make import FONT
 
 
 def _card(sign: str, noise: int = 0, seed: int = 0) -> Image.Image:
@@ -87,3 +91,27 @@ def test_on_screen_lines_count_as_much_as_the_narration() -> None:
     assert vectors[0] @ query == pytest.approx(2 ** -0.5, abs=0.05) and vectors[1] @ query < 0.1
     assert vectors[3] @ e.embed_texts(["GUNITI"])[0] > 0.5
     assert recipe(e, 1.0) != recipe(e, 0.5)  # a changed weight re-embeds (the hash covers the recipe)
+
+
+def test_a_video_read_alone_gets_the_cores_its_siblings_would_have(monkeypatch: pytest.MonkeyPatch) -> None:
+    """[index] ocr_threads = 0: the cores shared among the videos read at once; engines pooled per thread
+    count, each loaded once (issue 26: one 720p lecture left a core idle while OCR ran on the other)."""
+    made: list[int] = []
+
+    class Spy(RapidOcr):
+        def _make(self, RapidOCR: Any, threads: int = 1) -> Any:  # noqa: N803
+            made.append(threads)
+            return super()._make(RapidOCR, threads)
+
+    ocr = Spy()
+    monkeypatch.setattr(ocr_module, "get_ocr", lambda settings: ocr)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    share_cores(IndexSettings(), 1)
+    assert ocr.threads == 2 and "KOMATU" in ocr.read(_card("KOMATU"))
+    share_cores(IndexSettings(), 2)
+    assert ocr.threads == 1 and "KOMATU" in ocr.read(_card("KOMATU"))
+    share_cores(IndexSettings(ocr_threads=3), 2)
+    assert ocr.threads == 3
+    ocr.set_threads(2)
+    assert "KOMATU" in ocr.read(_card("KOMATU"))
+    assert made == [2, 1]  # the two-thread engine was idle and read again: nothing loaded twice

@@ -244,7 +244,7 @@ def test_a_video_without_audio_is_indexed_from_its_frames(tmp_path: Path) -> Non
 
     from playlisteval.cli import main
     from playlisteval.config import load_settings, write_project
-    from playlisteval.synth.make import FONT
+    from playlisteval.world.synth.make import FONT
 
     folder = tmp_path / "media" / "Reels"
     folder.mkdir(parents=True)

@@ -82,7 +82,7 @@ def test_matryoshka_truncation(model_dir: Path) -> None:
 def test_index_reads_frames_for_the_vl_embedder(tmp_path: Path, model_dir: Path) -> None:
     # a random model puts every vector close together: no near-duplicate check here
     settings = settings_for(tmp_path, embedder=NAME, vl_model=str(model_dir), vl_max_pixels=128 * 128,
-                            frames_per_chunk=4, near_duplicate=1.01)
+                            frames_per_chunk=2, vl_max_frames=4, near_duplicate=1.01)  # [A5] vl_max_frames rules
     engine = store(settings)
     folder = tmp_path / "Lectures"
     make_video(folder / "one.mp4", 40, size="320x180")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.store.tables import QA, Answer, DistractorSet, GateResult, Item, ItemEvent
 from tests.builder_helpers import app_with, check_limits, fixed_worlds
 from tests.helpers import QUIET_SIM, project, seeded_store

@@ -190,8 +190,8 @@ def test_ocr_models_load_once_per_process_not_per_thread(monkeypatch: pytest.Mon
     ocr = RapidOcr()
     made: list[int] = []
 
-    def load() -> Any:
-        made.append(1)
+    def load(threads: int) -> Any:
+        made.append(threads)
         return lambda image: SimpleNamespace(txts=("EXIT 12",), scores=(0.9,))
 
     monkeypatch.setattr(ocr, "_load", load)

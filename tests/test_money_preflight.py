@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from playlisteval import exitcodes
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.cli import main
+from playlisteval.commands import exitcodes
 from playlisteval.config import Settings, load_settings, template_text
 from playlisteval.errors import ConfigError
 from playlisteval.models.preflight import problems

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.store import items
 from tests.conftest import free_port
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store

@@ -92,7 +92,7 @@ def text_request(**kw: Any) -> ModelRequest:
 
 
 def test_a_causal_lm_loads_and_answers_through_the_runner(settings: Settings, tiny: dict[str, Path]) -> None:
-    from playlisteval.models.hf import HFProvider
+    from playlisteval.models.providers.hf import HFProvider
 
     provider = HFProvider(settings)
     assert "is a text model" in provider.check(str(tiny["lm"]))
@@ -107,19 +107,45 @@ def test_a_causal_lm_loads_and_answers_through_the_runner(settings: Settings, ti
     assert provider.load(str(tiny["lm"])) is provider.load(str(tiny["lm"]))  # loaded once, kept
 
 
-def test_a_reward_model_returns_its_score(settings: Settings, tiny: dict[str, Path]) -> None:
-    from playlisteval.models.hf import HFProvider
+def reward_request(answer: str, **kw: Any) -> ModelRequest:
+    prompt = TextPart(text=f"Question: a b\n\nCandidate answer:\n{answer}")
+    return ModelRequest(role="G", parts=[*kw.pop("media", []), prompt], template="g7_reward.j2", **kw)
+
+
+def test_a_reward_model_scores_each_answer_on_its_own(settings: Settings, tiny: dict[str, Path]) -> None:
+    """SPEC G7 (issue 20): one score per answer, the same answer the same score, another answer another."""
+    from playlisteval.models.providers.hf import HFProvider
 
     provider = HFProvider(settings)
-    first = provider.complete(str(tiny["reward"]), text_request(), None, timeout=30)
-    again = provider.complete(str(tiny["reward"]), text_request(), None, timeout=30)
+    assert provider.is_reward_model(str(tiny["reward"])) and not provider.is_reward_model(str(tiny["lm"]))
+    first = provider.complete(str(tiny["reward"]), reward_request("c d e"), None, timeout=30)
+    again = provider.complete(str(tiny["reward"]), reward_request("c d e"), None, timeout=30)
+    other = provider.complete(str(tiny["reward"]), reward_request("x y z 1 2 3"), None, timeout=30)
     score = json.loads(first.text)["score"]
     assert isinstance(score, float) and first.raw["score"] == score == json.loads(again.text)["score"]
+    assert json.loads(other.text)["score"] != score
+    assert first.usage.input_tokens > 0 and first.usage.output_tokens == 0
+
+
+def test_a_reward_model_refuses_a_pairwise_prompt_and_frames_it_cannot_see(settings: Settings,
+                                                                           tiny: dict[str, Path]) -> None:
+    """Never a score it did not compute: the G4 prompt (both answers) or frames to a text-only reward model are
+    permanent errors, which the judge run records as errors (not 0.5)."""
+    from playlisteval.models.providers.hf import HFProvider
+
+    provider = HFProvider(settings)
+    with pytest.raises(PermanentModelError, match="scores one answer at a time"):
+        provider.complete(str(tiny["reward"]), text_request(template="g4_judge.j2"), None, timeout=30)
+    frame = ImagePart(path=str(tiny["video"]), timestamp=1.0)
+    with pytest.raises(PermanentModelError, match="text-only reward model"):
+        provider.complete(str(tiny["reward"]), reward_request("c d", media=[frame]), None, timeout=30)
+    with pytest.raises(PermanentModelError, match="cannot read"):
+        provider.is_reward_model(str(tiny["reward"]) + "-missing")
 
 
 def test_a_vision_model_sees_video_as_frames_within_its_image_limit(settings: Settings,
                                                                     tiny: dict[str, Path]) -> None:
-    from playlisteval.models.hf import HFProvider
+    from playlisteval.models.providers.hf import HFProvider
 
     settings.providers.image_limits["hf/*"] = 3
     provider = HFProvider(settings)
@@ -132,7 +158,7 @@ def test_a_vision_model_sees_video_as_frames_within_its_image_limit(settings: Se
 
 def test_text_models_refuse_images_and_missing_models_are_permanent(settings: Settings,
                                                                     tiny: dict[str, Path]) -> None:
-    from playlisteval.models.hf import HFProvider
+    from playlisteval.models.providers.hf import HFProvider
 
     provider = HFProvider(settings)
     image = ModelRequest(role="G", parts=[ImagePart(path=str(tiny["video"])), TextPart(text="a")])
@@ -143,7 +169,7 @@ def test_text_models_refuse_images_and_missing_models_are_permanent(settings: Se
 
 
 def test_missing_transformers_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from playlisteval.models import hf
+    from playlisteval.models.providers import hf
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # import now raises ImportError
     with pytest.raises(ProviderNotAvailable, match=r"playlisteval\[gpu\]"):
@@ -152,7 +178,7 @@ def test_missing_transformers_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.gpu
 def test_on_a_gpu_calls_are_charged_gpu_time(settings: Settings, tiny: dict[str, Path]) -> None:
-    from playlisteval.models.hf import HFProvider
+    from playlisteval.models.providers.hf import HFProvider
 
     settings.providers.hf_device = "auto"
     provider = HFProvider(settings)
@@ -160,3 +186,66 @@ def test_on_a_gpu_calls_are_charged_gpu_time(settings: Settings, tiny: dict[str,
     loaded = provider.load(str(tiny["lm"]))
     assert loaded.device.startswith("cuda") and str(next(loaded.model.parameters()).dtype) == "torch.bfloat16"
     assert reply.usage.gpu_seconds > 0
+
+
+@pytest.fixture(scope="module")
+def vision_reward(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Gemma-3 reward model (vision tower + a one-label head) and its processor, saved locally."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForSequenceClassification,
+        Gemma3ImageProcessor,
+        Gemma3Processor,
+        Gemma3TextConfig,
+        PreTrainedTokenizerFast,
+        SiglipVisionConfig,
+    )
+
+    words = [*WORDS, "<start_of_image>", "<end_of_image>", "<image_soft_token>", "<bos>"]
+    vocab = {w: i for i, w in enumerate(words)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]",
+                                  bos_token="<bos>", extra_special_tokens={
+                                      "image_token": "<image_soft_token>", "boi_token": "<start_of_image>",
+                                      "eoi_token": "<end_of_image>"})
+    tok.chat_template = ("{% for m in messages %}{% for c in m['content'] %}{% if c['type'] == 'image' %}"
+                         "<start_of_image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}")
+    text = Gemma3TextConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                            num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=4096,
+                            pad_token_id=1, eos_token_id=2, bos_token_id=vocab["<bos>"], sliding_window=64)
+    vision = SiglipVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                image_size=28, patch_size=14)
+    config = Gemma3Config(vision_config=vision, text_config=text, mm_tokens_per_image=4, num_labels=1,
+                          image_token_index=vocab["<image_soft_token>"], boi_token_index=vocab["<start_of_image>"],
+                          eoi_token_index=vocab["<end_of_image>"])
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("vision-reward")
+    Gemma3ForSequenceClassification(config).save_pretrained(root / "rm")
+    # without torchvision transformers falls back to its PIL image processor (and says so)
+    Gemma3Processor(image_processor=Gemma3ImageProcessor(size={"height": 28, "width": 28}), tokenizer=tok,
+                    chat_template=tok.chat_template, image_seq_length=4).save_pretrained(root / "rm")
+    return root
+
+
+def test_a_vision_reward_model_scores_the_answer_with_the_frames(settings: Settings, vision_reward: Path) -> None:
+    """SPEC G7 (issue 20): a reward model with a vision tower takes the frames; the score moves with them."""
+    from PIL import Image
+
+    from playlisteval.models.providers.hf import HFProvider
+
+    frame_path = vision_reward / "frame.jpg"
+    Image.new("RGB", (96, 72), (200, 30, 30)).save(frame_path)
+    frame = ImagePart(path=str(frame_path), timestamp=1.0)
+    provider = HFProvider(settings)
+    model = str(vision_reward / "rm")
+    assert provider.is_reward_model(model)
+    seen = provider.complete(model, reward_request("c d e", media=[frame]), None, timeout=60)
+    blind = provider.complete(model, reward_request("c d e"), None, timeout=60)
+    other = provider.complete(model, reward_request("x y z", media=[frame]), None, timeout=60)
+    assert seen.raw["images"] == 1 and blind.raw["images"] == 0
+    assert seen.usage.input_tokens > blind.usage.input_tokens  # the image's tokens were read
+    scores = {json.loads(r.text)["score"] for r in (seen, blind, other)}
+    assert len(scores) == 3

@@ -18,7 +18,7 @@ import structlog
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, PermanentModelError, QuotaExhausted, TransientModelError
-from playlisteval.models.media_parts import plan
+from playlisteval.models.providers.media_parts import plan
 from playlisteval.models.request import GenerationSettings, ImagePart, ModelRequest, TextPart, VideoPart
 from tests.helpers import project
 from tests.provider_fakes import (
@@ -185,7 +185,7 @@ def test_client_errors_are_permanent_and_quota_exhaustion_pauses(settings: Setti
 
 
 def test_timeouts_and_dead_servers_are_transient(settings: Settings) -> None:
-    from playlisteval.models.openai_compat import OpenAIProvider
+    from playlisteval.models.providers.openai_compat import OpenAIProvider
 
     settings.providers.openai_base_url = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
     with pytest.raises(TransientModelError, match="connection error"):

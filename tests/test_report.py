@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -69,11 +70,13 @@ def test_report_escapes_model_text_and_has_every_section(tmp_path: Path) -> None
     assert "Which <img src=x onerror=alert(1)> sign is shown?" in text
     assert "[bold red]beta[/] <b>judge</b>" in text
     # the gate funnel section comes with analytics/funnel.sql, which the build's side owns
-    assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "bias", "sweeps", "shortcuts",
-                                                        "retrieval", "stats", "cost", "hardest"]
+    assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "attribution", "bias", "sweeps",
+                                                        "shortcuts", "trust", "retrieval", "retriever_ablation",
+                                                        "external", "stats", "cost", "hardest"]
     if "funnel" in parser.ids:
         assert "C1" in text and "C3" in text
-    assert len(parser.images) == 5  # leaderboard, gap curve, scope curve, position bias, shortcut audit
+    # leaderboard, gap curve, scope curve, failure attribution, position bias, shortcut audit
+    assert len(parser.images) == 6
     for src in parser.images:
         svg = base64.b64decode(src.split(",", 1)[1]).decode()
         assert "<script" not in svg
@@ -110,7 +113,10 @@ def test_report_is_deterministic_and_works_on_an_empty_store(tmp_path: Path) -> 
     first, second = tmp_path / "a.html", tmp_path / "b.html"
     report(proj, first)
     report(proj, second)
-    assert first.read_bytes() == second.read_bytes()
+    # byte for byte but the provenance's generation time (issue 22), the report's own "now"
+    generated = re.compile(rb"(<th>Generated</th><td>)[^<]*")
+    assert generated.sub(rb"\1", first.read_bytes()) == generated.sub(rb"\1", second.read_bytes())
+    assert generated.search(first.read_bytes())
     empty = tmp_path / "empty"
     project(empty)
     out = tmp_path / "e.html"

@@ -10,9 +10,10 @@ from sqlmodel import select
 
 from playlisteval.config import Price
 from playlisteval.errors import BudgetExceeded, PermanentModelError, TransientModelError
+from playlisteval.models.budget import BUDGET_KEY
 from playlisteval.models.registry import Registry
 from playlisteval.models.request import ModelRequest, ProviderReply, TextPart, Usage
-from playlisteval.models.runner import BUDGET_KEY, Runner, request_hash
+from playlisteval.models.runner import Runner, request_hash
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import KeyValue, ModelCall
 from tests.helpers import project

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.cli import main
 from playlisteval.config import Settings
 from playlisteval.select.sampling import select_benchmark

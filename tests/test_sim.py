@@ -13,14 +13,14 @@ import pytest
 from playlisteval.config import DEFAULT_MODELS, SimSettings
 from playlisteval.errors import PermanentModelError, TransientModelError
 from playlisteval.eval.shortcuts import overlap
-from playlisteval.models import sim_wording
 from playlisteval.models.request import ImagePart, ModelRequest, TextPart, VideoPart
-from playlisteval.models.sim import REFUSAL, ROLES, SimProvider
-from playlisteval.models.sim_context import sections
 from playlisteval.prompts.schemas import SCHEMAS
-from playlisteval.synth import facts
-from playlisteval.synth.make import plan_world
-from playlisteval.synth.world import load_world, save_world, scenes_in
+from playlisteval.world.sim import wording as sim_wording
+from playlisteval.world.sim.context import sections
+from playlisteval.world.sim.provider import REFUSAL, ROLES, SimProvider
+from playlisteval.world.synth import facts
+from playlisteval.world.synth.make import plan_world
+from playlisteval.world.synth.world import load_world, save_world, scenes_in
 from tests.builder_helpers import fixed_worlds
 
 CLEAN = SimSettings(**{name: 0.0 for name in SimSettings.model_fields})

@@ -16,9 +16,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from playlisteval.actors import App
-from playlisteval.build import build, resume, status
-from playlisteval.state import TERMINAL, State
+from playlisteval.actors.build_run import build, resume, status
 from playlisteval.store import items
+from playlisteval.store.states import TERMINAL, State
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 
 TERMINAL_VALUES = {s.value for s in TERMINAL}

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from playlisteval.errors import StateError
-from playlisteval.state import TERMINAL, WORKING, Event, Limits, Progress, State, advance, allowed_events
+from playlisteval.store.states import TERMINAL, WORKING, Event, Limits, Progress, State, advance, allowed_events
 
 L = Limits(attempts_per_phase=6, phase2_per_question=3)
 

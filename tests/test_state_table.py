@@ -1,5 +1,5 @@
 """One state table (issue 10, deliverable 5): the transitions as data and each working state's step declared
-once in playlisteval/state.py; everything derived from them agrees with them — the working and terminal
+once in playlisteval/store/states.py; everything derived from them agrees with them — the working and terminal
 sets, the events allowed, what ``advance`` does, the actors (names, queues), the stages and the funnel."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 from playlisteval.actors import STEP_NAMES, tasks
 from playlisteval.benchmark.pairs import FINISHED as FINISHED_VALUES
+from playlisteval.build.stages import STAGES
 from playlisteval.commands.funnel import GATES
 from playlisteval.errors import StateError
-from playlisteval.stages import STAGES
-from playlisteval.state import (
+from playlisteval.store.states import (
     FINISHED,
     GATE_ORDER,
     REDIRECTS,
@@ -105,7 +105,7 @@ def test_the_actors_stages_and_funnel_are_derived_from_the_steps() -> None:
         assert (actor.actor_name, actor.queue_name) == (step.actor, step.queue) == (STEP_NAMES[state], step.queue)
         assert getattr(tasks, step.actor) is actor  # a module attribute, as the dramatiq CLI expects
         assert actor.queue_name in tasks.QUEUES
-        assert STAGES[state].__module__ == f"playlisteval.stages.{step.stage}"
+        assert STAGES[state].__module__ == f"playlisteval.build.stages.{step.stage}"
     assert GATES == GATE_ORDER == tuple(g for s in WORKING for g in STEPS[s].gates)
     assert GATE_ORDER == ("C1", "C2.1", "C2.2", "C3", "D2", "D3", "D4")
     assert FINISHED == (State.ACCEPTED, State.SELECTED, State.TOO_EASY)

@@ -13,9 +13,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from playlisteval.models.runner import spend_of
-from playlisteval.state import State
 from playlisteval.store import items, make_engine, migrate, spend_totals, transaction
 from playlisteval.store.engine import read
+from playlisteval.store.states import State
 from playlisteval.store.tables import Item, ModelCall
 from tests.helpers import project, seeded_store
 from tests.test_runner import GOOD, make, req
@@ -129,7 +129,7 @@ def test_a_fresh_call_takes_two_write_transactions(tmp_path: Path) -> None:
 
 
 def test_clip_lines_are_kept_by_content_and_a_reindex_is_seen(tmp_path: Path) -> None:
-    from playlisteval.inputs import load_clips
+    from playlisteval.build.inputs import load_clips
     from playlisteval.store.tables import Chunk, Video
 
     engine = seeded_store(project(tmp_path), 1)
@@ -159,8 +159,8 @@ def test_a_foreground_run_waits_with_one_thread(tmp_path: Path) -> None:
     import threading
 
     from playlisteval.actors.app import App
-    from playlisteval.state import State as S
-    from playlisteval.workers import run_foreground
+    from playlisteval.actors.workers import run_foreground
+    from playlisteval.store.states import State as S
 
     settings = project(tmp_path, sim__latency_s=0.05)
     engine = seeded_store(settings, 2)
@@ -183,8 +183,8 @@ def test_foreground_runs_one_after_another_leave_no_worker_behind(tmp_path: Path
     import logging
 
     from playlisteval.actors.app import App
-    from playlisteval.state import State as S
-    from playlisteval.workers import run_foreground
+    from playlisteval.actors.workers import run_foreground
+    from playlisteval.store.states import State as S
 
     settings = project(tmp_path)
     engine = seeded_store(settings, 2)

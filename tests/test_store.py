@@ -4,9 +4,9 @@ from pathlib import Path
 
 from sqlalchemy import inspect, text
 
-from playlisteval.state import Event, Limits, State
 from playlisteval.store import items, make_engine, migrate, transaction
 from playlisteval.store.migrations import MIGRATIONS, applied
+from playlisteval.store.states import Event, Limits, State
 from playlisteval.store.tables import Item, ItemEvent
 from tests.helpers import project, seeded_store
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from playlisteval.build import build
+from playlisteval.actors.build_run import build
 from playlisteval.store import items
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.provider_fakes import CHAT, Canned, fake_api

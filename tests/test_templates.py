@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from playlisteval.build.gates.preflight import preflight
+from playlisteval.build.stages.context import StepContext
+from playlisteval.build.stages.feedback import Failure
+from playlisteval.build.stages.generate_distractors import CATEGORIES
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
-from playlisteval.gates.preflight import preflight
-from playlisteval.models.sim_context import sections
 from playlisteval.prompts.render import render
-from playlisteval.stages.context import StepContext
-from playlisteval.stages.feedback import Failure
-from playlisteval.stages.generate_distractors import CATEGORIES
+from playlisteval.world.sim.context import sections
 from tests.helpers import project
 
 GOLD = ("The first moment sets out the theme (1 @ 0:30 - 1:10).\n\n"
@@ -46,6 +46,9 @@ CONTEXTS: dict[str, dict[str, object]] = {
                              candidates=[{"text": f"CAND-{i}", "record": f"RECORD-{i}"} for i in range(4)]),
     "feedback.j2": dict(gate="C1", unusable=False),
     "g4_judge.j2": dict(question="Q-TEXT?", transcript="[Video 1 @ 0:00] SAID", answer_a=GOLD, answer_b="ANSWER-B"),
+    "g7_reward.j2": dict(question="Q-TEXT?", transcript="[Video 1 @ 0:00] SAID", answer=GOLD),
+    "g6_agent.j2": dict(question="Q-TEXT?", videos="Video 1: first (0-1800 s)", answer_a=GOLD, answer_b="ANSWER-B",
+                        max_steps=6),
     "h_evidence.j2": dict(question="Q-TEXT?", hop_1="HOP-ONE", hop_2="HOP-TWO",
                           sentences=["SENTENCE-ZERO.", "SENTENCE-ONE."]),
 }
@@ -198,6 +201,20 @@ REQUIREMENTS: list[tuple[str, str, str, str]] = [
     ("g4_judge.j2", "G4", "length must not count", r"nor their length may sway you"),
     ("g4_judge.j2", "G4", "position must not count", r"Neither the order in which the answers appear"),
     ("g4_judge.j2", "G4", "verdict format", r"exactly \[\[A\]\] or \[\[B\]\]"),
+    # -- G7: a reward model scores one answer on its own (issue 20) --------------------------------------
+    ("g7_reward.j2", "G7", "the question", r"Question: Q-TEXT\?"),
+    ("g7_reward.j2", "G7", "the transcript block", r"Transcript: \[Video 1 @ 0:00\] SAID"),
+    ("g7_reward.j2", "G7", "one answer, citations removed, after the label the provider cuts at",
+     r"Candidate answer: The first moment sets out the theme\. The evidence follows it\."),
+    # -- G6: the agentic judge (issue 20) ----------------------------------------------------------------
+    ("g6_agent.j2", "G6", "the corpus listing it may search", r"Video 1: first \(0-1800 s\)"),
+    ("g6_agent.j2", "G6", "tools instead of given evidence", r"you have tools to find it yourself"),
+    ("g6_agent.j2", "G6", "Model A and Model B, citations removed", r"Model A: The first moment.*Model B: ANSWER-B"),
+    ("g6_agent.j2", "G6", "its turn budget", r"at most 6 turns of tool calls"),
+    ("g6_agent.j2", "G6", "unchecked counts as unsupported", r"could not check counts as unsupported"),
+    ("g6_agent.j2", "G4", "accuracy weighed highest, no tie, no order or length", r"accuracy .*\(highest\).*"
+                                                                                  r"A tie is not allowed.*length"),
+    ("g6_agent.j2", "G4", "verdict format", r"exactly \[\[A\]\] or \[\[B\]\]"),
     # -- H2: evidence clips of the human study ----------------------------------------------------------
     ("h_evidence.j2", "H2", "each hop's whole video, then its transcript",
      r"Video 1 \(hop 1\), then Transcript 1; Video 2 \(hop 2\), then Transcript 2"),

@@ -155,11 +155,23 @@ def test_cli_prints_json_and_errors_name_the_line(tmp_path: Path, qrels: Path) -
     result = CliRunner().invoke(main, ["eval", "retrieval", "--run", str(run), "--qrels", str(qrels), "--k", "10",
                                        "--json"])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
-    assert data == {"n_queries": 4, "hit_all": 0.25, "hit_any": 0.25, "ndcg": pytest.approx(0.25)}
+    data = json.loads(result.stdout)  # stderr carries the warning about the 3 queries the run does not answer
+    assert data == {"n_queries": 4, "hit_all": 0.25, "hit_any": 0.25, "ndcg": pytest.approx(0.25), "answered": 1,
+                    "warnings": ["the run ranks nothing for 3 of the 4 qrels queries: they score 0"]}
+    assert "3 of the 4 qrels queries" in result.stderr
     table = CliRunner().invoke(main, ["eval", "retrieval", "--run", str(run), "--qrels", str(qrels)])
     assert table.exit_code == 0 and "Hit_all@10" in table.output
     broken = write(tmp_path / "broken", [run_line("q1", "a", 1, 2.0), "q1 Q0 b"])
     failed = CliRunner().invoke(main, ["eval", "retrieval", "--run", str(broken), "--qrels", str(qrels), "--json"])
     assert failed.exit_code == 1
     assert "broken:2:" in failed.output and "6 fields" in failed.output
+
+
+def test_an_empty_run_is_a_warning_not_a_silent_zero(tmp_path: Path, qrels: Path) -> None:
+    empty = write(tmp_path / "empty", [])
+    result = CliRunner().invoke(main, ["eval", "retrieval", "--run", str(empty), "--qrels", str(qrels), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["answered"], data["hit_any"]) == (0, 0.0) and "ranks nothing for any of the 4" in data["warnings"][0]
+    said = " ".join(result.stderr.split())
+    assert "warning:" in said and "ranks nothing for any of the 4 qrels queries" in said

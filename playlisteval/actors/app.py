@@ -11,14 +11,14 @@ import dramatiq
 from sqlalchemy.engine import Engine
 
 from playlisteval.actors import tasks
+from playlisteval.actors.broker import make_broker
 from playlisteval.actors.leases import LeaseKeeper
 from playlisteval.actors.tasks import BUILD_QUEUE
-from playlisteval.broker import make_broker
 from playlisteval.config import Settings
 from playlisteval.errors import StateError
 from playlisteval.models.runner import Runner
-from playlisteval.state import State
 from playlisteval.store import open_store
+from playlisteval.store.states import State
 
 STEP_NAMES: dict[State, str] = {state: actor.actor_name for state, actor in tasks.STEPS.items()}
 

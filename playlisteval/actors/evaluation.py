@@ -26,7 +26,7 @@ from dramatiq.errors import QueueJoinTimeout
 from playlisteval import errors
 from playlisteval.actors import jobs, tasks
 from playlisteval.actors.app import App, current_app
-from playlisteval.broker import is_redis, stop_worker
+from playlisteval.actors.broker import is_redis, stop_worker
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError, PlaylistEvalError, as_infrastructure
 from playlisteval.models.runner import Runner
@@ -82,6 +82,7 @@ def run_job(job_id: int, kind: str) -> None:
         jobs.finish(app.engine, job_id, app.worker_id, error=f"{type(exc).__name__}: {exc}")
         return
     jobs.finish(app.engine, job_id, app.worker_id, result)
+    log.info("job.done", job=job_id, kind=kind, item=job.item_id, run=job.run_id)  # a worker's line per unit
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,11 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.actors import tasks
 from playlisteval.actors.app import App
-from playlisteval.broker import is_redis, make_broker, stop_worker
+from playlisteval.actors.broker import is_redis, make_broker, stop_worker
+from playlisteval.actors.video_sweep import Healer
 from playlisteval.config import Settings
 from playlisteval.index import pipeline
+from playlisteval.index.changes import Changed
 from playlisteval.index.pipeline import IndexReport, Progress
 
 log = structlog.get_logger(__name__)
@@ -61,24 +63,44 @@ def index_videos(settings: Settings, engine: Engine, video_ids: Sequence[int], e
         worker = dramatiq.Worker(broker, worker_threads=max(1, cfg.threads), queues={tasks.INDEX_QUEUE},
                                  worker_timeout=100)
         worker.start()
+    # dead holders' videos taken back and sent again as the workers' sweepers do for items (issue 25)
+    healer = Healer(app, broker, video_ids, embedder, run)
     try:
+        healer.start()
         for video_id in video_ids:
             tasks.index_video.send(video_id, embedder, run)
         log.debug("index.sent", videos=len(video_ids), broker=settings.broker.url, run=run)
         drained = _drained(broker, tasks.INDEX_QUEUE) if isinstance(broker, StubBroker) else None
         while not check():
+            if drained is not None and drained.is_set():
+                # the in-process queue is empty, yet videos are open: held by another process, or by one
+                # that died (sent again once its lease is taken back); stop when nothing is left to wait on.
+                # Who holds what is read before the heal: a lease that lapses after this read is the heal's
+                # to send again, never a reason to stop with the video undone (read after, it was both)
+                waiting = healer.waiting_on()
+                if healer.heal(queue_empty=True) and isinstance(broker, StubBroker):
+                    drained = _drained(broker, tasks.INDEX_QUEUE)
+                    continue
+                if not waiting or healer.stalled_s() > cfg.wait_stall_s:
+                    break
+                time.sleep(cfg.poll_s)
+                continue
             if drained is None:
                 time.sleep(cfg.poll_s)
-            elif drained.wait(cfg.poll_s):
-                check()  # the last outcomes, for the progress shown
-                break
+            else:
+                drained.wait(cfg.poll_s)
+            if healer.due():
+                healer.heal()
     finally:
+        healer.end()
         if worker is not None:
             stop_worker(worker)
         broker.close()
         app.leases.close()
 
 
-def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None) -> IndexReport:
-    """`playlisteval index`: the collection's coordinator (index/pipeline.py) with its videos on the engine."""
-    return pipeline.index_collection(settings, engine, progress, dispatch=index_videos)
+def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None,
+                     changed: list[Changed] | None = None) -> IndexReport:
+    """`playlisteval index`: the collection's coordinator (index/pipeline.py) with its videos on the engine;
+    ``changed``: videos changed in place, as the caller found them (None: the coordinator looks)."""
+    return pipeline.index_collection(settings, engine, progress, dispatch=index_videos, changed=changed)

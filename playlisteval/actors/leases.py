@@ -75,6 +75,17 @@ class LeaseKeeper:
         while not self._stop.wait(self.every_s):
             self.beat()
 
+    def give_back(self) -> list[int]:
+        """Release every lease held now (a worker stopping before its steps could finish): the items are free
+        at once for the sweepers instead of after ``lease_s``; a step that still commits finds its lease gone
+        and writes nothing. The items given back."""
+        with self._lock:
+            tokens = dict(self._held)
+        released = items.release_held(self.engine, tokens)
+        if released:
+            log.warning("lease.given_back", items=released)
+        return released
+
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:

@@ -42,9 +42,9 @@ import structlog
 from dramatiq.broker import MessageProxy
 
 from playlisteval.errors import BudgetExceeded, as_infrastructure
-from playlisteval.models.runner import PAUSED_KEY
-from playlisteval.state import STEPS, Event, State
+from playlisteval.models.budget import PAUSED_KEY
 from playlisteval.store import items, transaction
+from playlisteval.store.states import STEPS, Event, State
 from playlisteval.store.tables import KeyValue
 
 if TYPE_CHECKING:
@@ -278,7 +278,7 @@ class Sweeper(dramatiq.Middleware):
         from playlisteval.actors.app import current_app
 
         # by name: the workers module runs the actors, the actors do not import it
-        sweep_once = getattr(importlib.import_module("playlisteval.workers"), "sweep_once")  # noqa: B009
+        sweep_once = getattr(importlib.import_module("playlisteval.actors.workers"), "sweep_once")  # noqa: B009
         app = current_app()
         while not self._stop.wait(app.settings.broker.sweep_every_s):
             try:

@@ -23,12 +23,12 @@ import structlog
 
 from playlisteval.actors.app import App
 from playlisteval.actors.middleware import Turn, release_quietly, run_inline
+from playlisteval.build.stages import STAGES, StepContext, faults
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError, as_infrastructure
-from playlisteval.models.batch import Deferred
-from playlisteval.stages import STAGES, StepContext, faults
-from playlisteval.state import WORKING, Event, Limits, State
+from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.store import items, outbox
+from playlisteval.store.states import WORKING, Event, Limits, State
 
 log = structlog.get_logger(__name__)
 

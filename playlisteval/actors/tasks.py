@@ -27,8 +27,8 @@ from playlisteval.actors import middleware
 from playlisteval.actors.middleware import Sweeper
 from playlisteval.config import Settings
 from playlisteval.errors import as_infrastructure
-from playlisteval.state import STEPS as STATE_STEPS
-from playlisteval.state import State, Step
+from playlisteval.store.states import STEPS as STATE_STEPS
+from playlisteval.store.states import State, Step
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +57,7 @@ def _bootstrap() -> dramatiq.Broker:
     if existing is not None:
         return with_middleware(existing)
     try:
-        from playlisteval.broker import is_redis, make_broker
+        from playlisteval.actors.broker import is_redis, make_broker
         from playlisteval.config import load_settings
 
         project = os.environ.get("PLAYLISTEVAL_PROJECT")
@@ -124,6 +124,7 @@ def index_video(video_id: int, embedder: str, run: str) -> None:
 
     app = current_app()
     work(app.settings, app.engine, video_id, embedder, run, app.worker_id)
+    log.info("index.video_done", video=video_id, run=run)  # a worker's line per unit of work
 
 
 @dramatiq.actor(actor_name="gate_question", queue_name=SELECT_QUEUE, broker=broker, **_RETRIES)
@@ -161,7 +162,7 @@ def bind(target: dramatiq.Broker, settings: Settings) -> None:
     # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts); the
     # lease need not: it is renewed while the step runs
     step_ms = int(max(settings.broker.lease_s, cfg.timeout_s * cfg.max_attempts) * 1000)
-    # a long video with ASR can take many minutes: the limit follows the video lease
+    # a long video with ASR can take many minutes: [index] lease_s (its lease is renewed meanwhile)
     index_ms = int(max(settings.index.lease_s, 60) * 1000)
     # a question of the gate or a judge run: ten pairs, two weak judges each
     job_ms = 20 * step_ms

@@ -164,9 +164,10 @@ def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[Value]
 
 
 def lines(xs: Sequence[str], series: Mapping[str, Sequence[Value]], *, xlabel: str, ylabel: str,
-          title: str) -> str:
+          title: str, dashed: Sequence[str] = ()) -> str:
     """One line per series over categorical x values; values are shares (0–1) drawn as percent,
-    intervals as error bars (the series nudged apart so their bars do not overlap)."""
+    intervals as error bars (the series nudged apart so their bars do not overlap). Series named in
+    ``dashed`` are drawn dashed (the scope figure's uniform-evidence lines), in the legend too."""
     names = list(series)
     canvas = _Canvas(5.5, 3.2, len(xs), list(xs), rotate=False, legend=names, ylabel=ylabel, title=title,
                      xlabel=xlabel)
@@ -178,11 +179,13 @@ def lines(xs: Sequence[str], series: Mapping[str, Sequence[Value]], *, xlabel: s
         if not points:
             continue
         path = "".join(f"{'M' if k == 0 else 'L'}{_n(px)} {_n(canvas.y(y))}" for k, (px, y, _) in enumerate(points))
-        canvas.parts.append(f'<path d="{path}" stroke="{color}" stroke-width="1.5" fill="none"/>')
+        dash = ' stroke-dasharray="4 3"' if name in dashed else ""
+        canvas.parts.append(f'<path d="{path}" stroke="{color}" stroke-width="1.5" fill="none"{dash}/>')
         for px, y, error in points:
             canvas.error_bar(px, y, error, color)
             canvas.parts.append(f'<circle cx="{_n(px)}" cy="{_n(canvas.y(y))}" r="3" fill="{color}"/>')
-    keys = [f'<path d="M{{x}} {{y}}H{{x2}}" stroke="{PALETTE[i % len(PALETTE)]}" stroke-width="1.5"/>'
+    keys = [f'<path d="M{{x}} {{y}}H{{x2}}" stroke="{PALETTE[i % len(PALETTE)]}" stroke-width="1.5"'
+            + (' stroke-dasharray="4 3"' if canvas.legend[i] in dashed else "") + "/>"
             f'<circle cx="{{xm}}" cy="{{y}}" r="3" fill="{PALETTE[i % len(PALETTE)]}"/>'
             for i in range(len(canvas.legend))]
     return canvas.finish(keys)

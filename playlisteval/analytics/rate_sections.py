@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playlisteval.analytics import plots, rates, run_rates, science
+from playlisteval.analytics import plots, rates, run_cost, run_rates, science, scope_figure
 from playlisteval.analytics.rates import Bootstrap, Row, shown_name
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.tabular import Col, DisplayTable, Section, display, fmt
@@ -103,24 +103,38 @@ STEP_COLS = [Col("judge_shown", "Judge"), Col("from", "From"), Col("to", "To"), 
              Col("difference_ci", "Δ pts [CI]", "cipts"), Col("difference_ci", "p", "p")]
 
 
+SCOPE_STEP_COLS = [Col("judge_shown", "Judge"), Col("line", "Evidence"), Col("from", "From"), Col("to", "To"),
+                   Col("n", "Pairs in both", "int"), Col("difference_ci", "Δ pts [CI]", "cipts"),
+                   Col("difference_ci", "p", "p")]
+
+
 def scope(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, order: list[str]) -> Section:
-    rows = shown(rates.scope_accuracy(an, bench, boot))
+    """Paper Fig. 4, one line per evidence protocol (analytics/scope_figure.py, issue 20)."""
+    points = shown(scope_figure.protocol_accuracy(an, bench, boot))
     section = Section("scope", "Accuracy by corpus scope (paper Fig. 4)",
-                      "Retrieved evidence over corpora of growing size; oracle: the two gold segments only. "
-                      f"Steps: the change from one scope to the next larger one, paired. {boot.label}.")
-    if rows:
-        present = {str(r["x"]) for r in rows}
-        xs = [s for s in order if s in present] + sorted(present - set(order))
-        section.tables.append(("Accuracy (%) by scope", ci_pivot(rows, "judge_shown", "x", "accuracy_ci", xs,
-                                                                  "Judge")))
-        steps = shown(rates.scope_steps(an, bench, boot, rows, order))
+                      "Each (evidence, scope) protocol its own point: retrieved evidence (solid) and uniform evidence "
+                      "(dashed) over corpora of growing size; oracle evidence (the two gold segments handed over) and "
+                      "an agentic run (the judge searches itself), when present, apart. Steps: the change from one "
+                      "scope to the next larger one on the same line, paired over the pairs judged in both runs "
+                      f"(each pair once). {boot.label}.")
+    if points:
+        scopes = {str(r["scope"]) for r in points if r["line"] != scope_figure.ORACLE_EVIDENCE}
+        xs = ([scope_figure.ORACLE_EVIDENCE] if any(r["line"] == scope_figure.ORACLE_EVIDENCE for r in points)
+              else []) + scope_figure.ordered(scopes, order)
+        for r in points:
+            r["x"] = scope_figure.ORACLE_EVIDENCE if r["line"] == scope_figure.ORACLE_EVIDENCE else str(r["scope"])
+            r["series"] = f"{r['judge_shown']} · {r['line']}"
+        section.tables.append(("Accuracy (%) by evidence and scope", ci_pivot(points, "series", "x", "accuracy_ci",
+                                                                               xs, "Judge · evidence")))
+        steps = shown(scope_figure.protocol_steps(an, bench, boot, points, order))
         if steps:
-            section.tables.append(("Scope steps", display(steps, STEP_COLS)))
+            section.tables.append(("Scope steps", display(steps, SCOPE_STEP_COLS)))
         series: dict[str, list[Any]] = {}
-        for r in rows:
-            series.setdefault(r["judge_shown"], [None] * len(xs))[xs.index(str(r["x"]))] = r["accuracy_ci"]
+        for r in sorted(points, key=lambda r: (r["judge_shown"], scope_figure.LINES.index(r["line"]))):
+            series.setdefault(r["series"], [None] * len(xs))[xs.index(r["x"])] = r["accuracy_ci"]
+        dashed = [name for name in series if name.endswith(" · uniform")]
         section.figures.append(("Accuracy by scope with 95 % intervals", plots.lines(
-            xs, series, xlabel="scope", ylabel="accuracy (%)", title="Accuracy by corpus scope")))
+            xs, series, xlabel="scope", ylabel="accuracy (%)", title="Accuracy by corpus scope", dashed=dashed)))
     return section
 
 
@@ -164,7 +178,8 @@ def shortcuts(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> S
     section = Section("shortcuts", "Shortcut audit",
                       "Judges that look at nothing a real judge should rely on. A sound benchmark keeps each near "
                       "50 %; FLAGGED when the interval excludes 50 %. Slot A and longer answer are computed from "
-                      f"the benchmark when no run of theirs exists. {boot.label}.")
+                      "the benchmark when no run of theirs exists. A judge's blind run (`--modality none`: the "
+                      f"question and answers only) is audited the same way. {boot.label}.")
     section.tables.append(("", display(rows, AUDIT_COLS)))
     measured = [r for r in rows if r["accuracy_ci"] is not None]
     if measured:
@@ -192,14 +207,24 @@ SWEEP_COLS = [Col("run_id", "Run", "int"), Col("judge_shown", "Judge"), Col("evi
               Col("scope", "Scope"), Col("sides", "Sides"), Col("varies", "Varies"), Col("n", "Pairs", "int"),
               Col("errors", "Errors", "int"), Col("accuracy_ci", "Accuracy % [CI]", "ci"),
               Col("main_accuracy_ci", "Main run % [CI]", "ci"), Col("difference_ci", "Δ pts [CI]", "cipts"),
-              Col("difference_ci", "p (Δ)", "p"), Col("status", "Status")]
+              Col("difference_ci", "p (Δ)", "p"),
+              # paper Tables 3, 16, 17: what each setting costs beside what it scores (analytics/run_cost.py)
+              Col("prompt_tokens", "Prompt tok./pair", "int"), Col("output_tokens", "Output tok./pair", "int"),
+              Col("usd", "$", "usd3"), Col("main_prompt_tokens", "Main prompt tok./pair", "int"),
+              Col("main_output_tokens", "Main output tok./pair", "int"), Col("main_usd", "Main $", "usd3"),
+              Col("status", "Status")]
 
 
 def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
     """Runs with other options than the configured defaults (SPEC G6): only here, labelled by what they vary."""
-    rows = shown(run_rates.sweeps(an, bench, boot))
+    rows = shown(run_cost.with_costs(an, run_rates.sweeps(an, bench, boot)))
+    simulated = any(r.get("simulated") or r.get("main_simulated") for r in rows)
     return Section("sweeps", "Sweeps (SPEC G6)",
                    "Runs made with other options than the configured [eval] defaults, each labelled by what it "
                    "changes, beside the judge's main run; they appear in no other table. Accuracy over the judged "
                    "pairs; a failed call is an error, never scored. Δ = sweep − main run over the pairs both "
-                   f"judged, p from a paired test. {boot.label}.", tables=[("", display(rows, SWEEP_COLS))])
+                   f"judged, p from a paired test. {boot.label}. Tokens are per judged pair (output includes "
+                   "thinking), $ the run's total from the ledger"
+                   + (" (simulated calls: the price table applied to the sim's token counts, no provider's bill)"
+                      if simulated else "") + ".",
+                   tables=[("", display(rows, SWEEP_COLS))])

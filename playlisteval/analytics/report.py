@@ -8,19 +8,23 @@ Judge names, questions and answers are model or user text: the template escapes 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
-from playlisteval.analytics import rate_sections, section_cache
+from playlisteval.analytics import section_cache
+from playlisteval.analytics.provenance import labelled as provenance_rows
+from playlisteval.analytics.provenance import provenance as provenance_of
 from playlisteval.analytics.rates import Bootstrap, is_simulated
 from playlisteval.analytics.runner import Analytics, AnalyticsError
 from playlisteval.analytics.tabular import Col, Section, display, fmt, generic
 from playlisteval.config import Settings
 
-__all__ = ["Section", "build_sections", "choose_benchmark", "leaderboard_rows", "render", "write_page", "write_report"]
+__all__ = ["Page", "Section", "build_sections", "choose_benchmark", "leaderboard_rows", "render", "write_page",
+           "write_report"]
 
 EXCERPT_CHARS = 700  # of each answer in the hardest-pairs section; the full text is in the store
 
@@ -160,12 +164,21 @@ ExtraSection = Callable[[Settings], Section | None]
 def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None,
                    progress: Callable[[str, int, int], None] | None = None,
                    extra: Sequence[ExtraSection] = ()) -> list[Section]:
+    # the sections' modules (attribution, power, figures …) load when sections are computed: a report whose
+    # sections are kept (section_cache) never imports them (issue 26: report with nothing changed <= 1 s)
+    from playlisteval.analytics import check_sections, rate_sections, retriever_ablation, trust_sections
+
     boot = Bootstrap.of(settings)
     makers: list[Callable[[], Section]] = [
         lambda: rate_sections.leaderboard(an, bench, boot), lambda: rate_sections.gap(an, bench, boot),
         lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
+        lambda: check_sections.attribution(an, bench, boot),  # issue 20: Figs 9–12
         lambda: rate_sections.bias(an, bench, boot), lambda: rate_sections.sweeps(an, bench, boot),
-        lambda: rate_sections.shortcuts(an, bench, boot), lambda: rate_sections.retrieval(an, boot),
+        lambda: rate_sections.shortcuts(an, bench, boot),
+        lambda: trust_sections.section(an, bench, boot, settings.eval.evidence),  # issue 21
+        lambda: rate_sections.retrieval(an, boot),
+        lambda: retriever_ablation.section(an, boot),  # issue 20: Tables 2 and 4, Figs 5 right and 8
+        lambda: check_sections.external(an, bench, boot),  # issue 20: Fig. 7
         lambda: _stats(an, bench), lambda: _cost(an)]
     sections: list[Section] = []
     for done, make in enumerate(makers):  # one at a time, so a bar can say how far the report is
@@ -198,12 +211,14 @@ def _with_extra(sections: list[Section], settings: Settings, extra: Sequence[Ext
 
 
 def render(sections: list[Section], *, title: str, benchmark: str | None, simulated: str = "",
-           intervals: str = "") -> str:
-    """The page; ``simulated``: the banner saying the numbers came from the sim ("" when they did not)."""
+           intervals: str = "", provenance: dict[str, Any] | None = None) -> str:
+    """The page; ``simulated``: the banner saying the numbers came from the sim ("" when they did not);
+    ``provenance``: the block (analytics/provenance.py) shown under the header, escaped like every cell."""
     env = Environment(autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
     source = resources.files("playlisteval.analytics").joinpath("report.html.j2").read_text(encoding="utf-8")
     return env.from_string(source).render(sections=sections, title=title, benchmark=benchmark, simulated=simulated,
-                                          intervals=intervals)
+                                          intervals=intervals,
+                                          provenance=provenance_rows(provenance) if provenance else [])
 
 
 def simulated_banner(an: Analytics) -> str:
@@ -222,11 +237,19 @@ def write_report(an: Analytics, settings: Settings, out: Path, benchmark: str | 
     return write_page(an, settings, out, benchmark, progress, extra).sections
 
 
+@dataclass
+class Page(section_cache.Kept):
+    """What a written page shows: the cached part and its provenance (made anew by every report, never
+    cached: its ``generated_at`` is this report's time, and the cache key never sees it)."""
+
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
 def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | None = None,
                progress: Callable[[str, int, int], None] | None = None,
-               extra: Sequence[ExtraSection] = ()) -> section_cache.Kept:
-    """``write_report``, returning what the page shows: the benchmark's name, the simulated banner and
-    every section (the CLI prints the leaderboard from it rather than computing it again)."""
+               extra: Sequence[ExtraSection] = ()) -> Page:
+    """``write_report``, returning what the page shows: the benchmark's name, the simulated banner, every
+    section (the CLI prints the leaderboard from it rather than computing it again) and the provenance."""
     cache_key = section_cache.key(an, settings, benchmark) if an.file is not None else None
     kept = section_cache.load(an, cache_key) if cache_key else None
     if kept is not None:
@@ -239,8 +262,9 @@ def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | No
         if cache_key:
             section_cache.save(an, cache_key, kept)
     sections = _with_extra(kept.sections, settings, extra)
+    prov = provenance_of(an.engine, settings, kept.benchmark, generated=True)  # issue 22: after the cache
     page = render(sections, title=settings.project.name, benchmark=kept.benchmark, simulated=kept.simulated,
-                  intervals=Bootstrap.of(settings).label)
+                  intervals=Bootstrap.of(settings).label, provenance=prov)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
-    return section_cache.Kept(kept.benchmark, kept.simulated, sections)
+    return Page(kept.benchmark, kept.simulated, sections, prov)

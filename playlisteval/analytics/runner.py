@@ -37,11 +37,12 @@ import pyarrow as pa
 import structlog
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import mirror, scan, sql_values
+from playlisteval.analytics import mirror, scan, sealed, sql_values
 from playlisteval.analytics.loader import AnalyticsError, load_tables
 from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import COLUMNS, run_options_rows
 from playlisteval.config import Settings
+from playlisteval.eval import runkey
 
 log = structlog.get_logger(__name__)
 
@@ -87,6 +88,8 @@ VIEW_TABLES = (
     "domain", "playlist", "video", "segment", "seed", "item", "qa", "distractor_set", "answer", "pair",
     "benchmark", "benchmark_pair", "benchmark_question", "judge_run", "judgment", "retrieval_run", "ranking",
     "model_call", "gate_result", "judge_error", "retrieval_error",
+    "benchmark_protocol", "benchmark_version",  # issue 22: main runs by the stored protocol; versions
+    "external_score",  # issue 20: the last `eval correlate` input, drawn by the report's scatter
 )
 
 
@@ -100,6 +103,7 @@ HEAVY_COLUMNS = {
     "gate_result": ("details", "rejected_output"),
     "ranking": ("top_segments",),
     "judge_error": ("error",),
+    "benchmark_version": ("snapshot",),  # a superseded version's frozen export: read from the store itself
     # the ledger: a million unique request hashes would be most of what the analytics file writes; and, as
     # in judgment, the columns no view reads (a third less CPU to copy a million rows of each, measured)
     "model_call": ("request_hash", "error", "worker", "estimated_usd", "latency_s", "cached_input_tokens",
@@ -185,10 +189,16 @@ class Analytics:
         # each judge run's options against the configured defaults: which run is a judge's main one
         try:
             judge_run: list[tuple[Any, ...]] | None = self.con.execute(
-                "SELECT id, evidence, settings FROM judge_run").fetchall()
+                "SELECT id, evidence, settings, benchmark_id FROM judge_run").fetchall()
         except duckdb.CatalogException:  # a store without the table (very old): no runs
             judge_run = None
-        sql_values.temp_table(self.con, "judge_run_options", COLUMNS, run_options_rows(judge_run, settings))
+        try:  # each benchmark's stored main-run protocol (issue 22): main or sweep never by this shell's settings
+            protocols = {int(b): runkey.parse_settings(p) or {} for b, p in self.con.execute(
+                "SELECT benchmark_id, protocol FROM benchmark_protocol").fetchall()}
+        except duckdb.CatalogException:
+            protocols = {}
+        sql_values.temp_table(self.con, "judge_run_options", COLUMNS,
+                              run_options_rows(judge_run, settings, protocols))
         for view in self.views:
             try:  # TEMP: the analytics file keeps the store's tables only, never the views
                 kind = "TEMP TABLE" if view.materialized else "TEMP VIEW"
@@ -242,7 +252,8 @@ class Analytics:
         return self.table(sql, params).to_pylist()
 
     def user_query(self, sql: str) -> pa.Table:
-        """A user's query: exactly one SELECT (WITH … SELECT, VALUES and set operations count)."""
+        """A user's query: exactly one SELECT (WITH … SELECT, VALUES and set operations count) that reads
+        only this connection's own tables and views (sealed.py: an allow-list, issue 25)."""
         try:
             statements = self.con.extract_statements(sql)
         except duckdb.Error as exc:
@@ -254,4 +265,6 @@ class Analytics:
                 f"only read-only SELECT queries run here, not {statements[0].type.name}: the views are a report"
                 " of the store, which is changed only by playlisteval's own commands"
             )
+        self.ensure_views()
+        sealed.check(self.con, sql)
         return self.table(sql)

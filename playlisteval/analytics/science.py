@@ -148,6 +148,29 @@ def shortcut_audit(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap)
             ci = boot.interval(sums, null=CHANCE)
             out.append({"shortcut": spec, "looks_at": looks_at, "source": source, "n": sums.n, "accuracy_ci": ci,
                         "flagged": ci is not None and ci.excludes(CHANCE)})
+    return out + blind_audit(an, bench, boot)
+
+
+#: a judge's first forward `--modality none` run per evidence and scope (issue 21): the same model with the
+#: question and answers only, so the video cannot be what it scores on
+BLIND_RUNS = ("SELECT min(id) FROM judge_run WHERE modality = 'none' AND NOT swapped "
+              "GROUP BY benchmark_id, judge, evidence, scope")
+
+
+def blind_audit(an: Analytics, bench: dict[str, Any], boot: Bootstrap) -> list[Row]:
+    """The shortcut audit's rows for each judge's blind run (``--modality none``): a benchmark a model
+    answers well from the question and answers alone does not need its videos; flagged as the shortcuts
+    are, when the interval excludes 50 %."""
+    b, params = bench_filter(bench)
+    runs = aggregate(an, f"SELECT f.* FROM judgment_facts AS f WHERE f.run_id IN ({BLIND_RUNS}) AND {b}", params,
+                     ("judge", "evidence", "scope"), boot)
+    out = []
+    for (judge, evidence, scope), sums in sorted(runs.items()):
+        ci = boot.interval(sums, null=CHANCE)
+        out.append({"shortcut": f"{shown_name(judge)}, blind", "judge": judge, "blind": True,
+                    "looks_at": "the question and answers only (no video)",
+                    "source": f"--modality none run ({evidence}, {scope})", "n": sums.n, "accuracy_ci": ci,
+                    "flagged": ci is not None and ci.excludes(CHANCE)})
     return out
 
 

@@ -17,8 +17,8 @@ from sqlmodel import col, select
 
 from playlisteval.benchmark.keys import pair_key, question_keys
 from playlisteval.errors import ConfigError
-from playlisteval.state import FINISHED as FINISHED_STATES
 from playlisteval.store.engine import transaction
+from playlisteval.store.states import FINISHED as FINISHED_STATES
 from playlisteval.store.tables import QA, Answer, Benchmark, DistractorSet, Domain, Item, Pair, Seed
 
 RATINGS = (5, 4, 3, 2, 1)  # gold first
@@ -72,9 +72,13 @@ def make_pairs(engine: Engine, item_ids: Iterable[int]) -> int:
     with transaction(engine) as s:
         # in id order: the new pairs' ids are then the same on every store (draws never use them, but
         # the ids show in the store and the analytics)
-        items = s.exec(select(Item).where(col(Item.id).in_(wanted)).order_by(col(Item.id))).all()
-        have = {(p.item_id, p.better_rating, p.worse_rating)
-                for p in s.exec(select(Pair).where(col(Pair.item_id).in_(wanted))).all()}
+        items: list[Item] = []
+        have: set[tuple[int, int, int]] = set()
+        for start in range(0, len(wanted), 500):  # bounded IN lists: 100k items are over SQLite's limit
+            chunk = wanted[start:start + 500]
+            items += s.exec(select(Item).where(col(Item.id).in_(chunk)).order_by(col(Item.id))).all()
+            have |= {(p.item_id, p.better_rating, p.worse_rating)
+                     for p in s.exec(select(Pair).where(col(Pair.item_id).in_(chunk))).all()}
         for item in items:
             if item.current_set_id is None or item.id is None:
                 continue

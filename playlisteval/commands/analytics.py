@@ -12,7 +12,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from playlisteval.cli_support import console, emit_json, err_console, progress_bar, settings_of
+from playlisteval.commands.support import console, emit_json, err_console, progress_bar, settings_of
 
 
 def _open(ctx: click.Context, *, all_tables: bool = False) -> Any:
@@ -43,7 +43,8 @@ def sql(ctx: click.Context, query: str | None, fmt: str, list_views: bool) -> No
 
     \b
     The store's tables are copied into an in-memory DuckDB (vector blobs and the response cache left
-    out), the views are created over them, and QUERY must be one SELECT; file access is off.
+    out), the views are created over them, and QUERY must be one SELECT that reads only those tables and
+    views: no file, no other database, no system table, no table function but range/generate_series/unnest.
     Examples:
       playlisteval sql --list
       playlisteval sql "SELECT judge, retrieved, uniform FROM leaderboard WHERE domain = 'All'"
@@ -83,18 +84,19 @@ def sql(ctx: click.Context, query: str | None, fmt: str, list_views: bool) -> No
 def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, as_json: bool = False) -> None:
     """The leaderboard with a 95 % interval on every rate (issue 9), as a table or as JSON."""
     from playlisteval.analytics.rate_sections import shown
-    from playlisteval.analytics.rates import Bootstrap, is_simulated, json_ready, leaderboard
+    from playlisteval.analytics.rates import Bootstrap, is_simulated, leaderboard
     from playlisteval.analytics.tabular import fmt
 
     boot = Bootstrap.of(settings)
+    if as_json:  # one document, with its provenance (analytics/board_json.py, issue 22)
+        from playlisteval.analytics.board_json import leaderboard_document
+
+        # the document holds issue 21's judge − judge with Holm's p-values ("paired") and the MDE per
+        # clustering unit ("power"), for the benchmark protocol's evidence: a frozen version keeps them too
+        click.echo(json.dumps(leaderboard_document(an, settings, bench), default=str))
+        return
     rows = leaderboard(an, bench, boot)
     simulated = is_simulated(an.engine)
-    if as_json:
-        click.echo(json.dumps({"benchmark": bench["name"] if bench else None, "simulated": simulated,
-                               "intervals": {"level": boot.level, "unit": boot.unit, "resamples": boot.resamples,
-                                             "seed": boot.seed, "p_value": f"sign-flip test over {boot.unit}s"},
-                               "rows": [json_ready(r) for r in rows]}, default=str))
-        return
     table_rows = [_terminal_row(r["judge_shown"], fmt(r["retrieved_ci"], "ci"), fmt(r["uniform_ci"], "ci"),
                                 fmt(r["difference_ci"], "cipts"), fmt(r["difference_ci"], "p"),
                                 fmt(r.get("n_retrieved"), "int"), fmt(r.get("no_verdict_retrieved"), "int"),
@@ -102,6 +104,11 @@ def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, a
                   for r in shown(rows)]
     _print_board(table_rows, bench["name"] if bench else None, simulated, boot.label,
                  [(str(r["judge"]), str(r["status"])) for r in rows if r.get("status")])
+    if table_rows:  # issue 21: every pair of judges, Holm-adjusted, each with its MDE
+        from playlisteval.analytics.trust_sections import leaderboard_keys
+        from playlisteval.commands.trust import print_paired
+
+        print_paired(leaderboard_keys(an, bench, boot, settings.eval.evidence))
 
 
 def _terminal_row(judge: str, retrieved: str, uniform: str, diff: str, p: str, pairs: str, no_verdict: str,
@@ -164,10 +171,16 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
     shortcut audit, retriever Hit@k and nDCG@k with chance floors, benchmark statistics, build and
     evaluation cost, and the hardest pairs. Every rate carries a 95 % interval (bootstrap over
     questions) and error bars; numbers the sim made are marked SIMULATED. All model text is escaped.
+    A Provenance block under the title names the tool version, when the page was generated, the store
+    (no password), the benchmark's version and content hash, the settings and protocol digests and the
+    models of each role (also `provenance` in --json).
     """
     from playlisteval.analytics.report import choose_benchmark, write_page
     from playlisteval.human.report_section import html_section
 
+    blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:  # else mkdir says only "File exists"
+        raise click.BadParameter(f"{out}: {blocking} is a file, not a folder", param_hint="OUT")
     settings, an = _open(ctx)
     with an:
         with progress_bar("report", "sections") as update:
@@ -175,7 +188,7 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
         if as_json:
             emit_json({"out": str(out), "benchmark": page.benchmark,
                        "sections": [{"id": sec.id, "title": sec.title} for sec in page.sections],
-                       "simulated": bool(page.simulated)})
+                       "simulated": bool(page.simulated), "provenance": page.provenance})
             return
         # printed from the page's own leaderboard: nothing computed again (a report reused whole from the
         # section cache stays as cheap as that, issue 13)
@@ -188,24 +201,55 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
 
 @click.command("leaderboard")
 @click.option("--benchmark", default=None, help="Benchmark name. Default: the one judged most recently.")
+@click.option("--version", "version", type=click.IntRange(min=1), default=None,
+              help="A version of the benchmark (`playlisteval protocol show` lists them); an older one is "
+                   "printed as it stood when it was superseded. Default: the live version.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object: every rate as {estimate, low, high, n, clusters, level}, the "
-                   "difference with its p_value, and whether the numbers are simulated.")
+                   "difference with its p_value, whether the numbers are simulated, and the provenance.")
 @click.pass_context
-def leaderboard(ctx: click.Context, benchmark: str | None, as_json: bool) -> None:
+def leaderboard(ctx: click.Context, benchmark: str | None, version: int | None, as_json: bool) -> None:
     """Print the judge leaderboard: accuracy with retrieved and uniform evidence, and the difference.
 
     Every rate carries a 95 % interval from a bootstrap that resamples whole questions ([analytics]
     bootstrap_unit, confidence, bootstrap_resamples; seeded by [project] seed); the difference
     (retrieved − uniform, over the pairs judged both ways) carries the p-value of a paired sign-flip test.
     """
-    from playlisteval.analytics.report import choose_benchmark
+    if version is not None:
+        from playlisteval.commands.versions import print_frozen_leaderboard
 
+        if print_frozen_leaderboard(ctx, benchmark, version, as_json=as_json):
+            return  # an older version: its frozen copy (issue 22)
+    _ensure_versions(ctx)
     settings, an = _open(ctx)
-    with an:
-        print_leaderboard(an, settings, choose_benchmark(an, benchmark), as_json=as_json)
+    with an:  # an unchanged store prints the board it printed last (commands/board_output.py, issue 26)
+        from playlisteval.commands.board_output import print_kept
+
+        def board() -> None:  # the report's module (every section's imports) only when computed
+            from playlisteval.analytics.report import choose_benchmark
+
+            print_leaderboard(an, settings, choose_benchmark(an, benchmark), as_json=as_json)
+
+        print_kept(an, settings, [benchmark, as_json], board, kind="json" if as_json else "table")
     if not as_json:
         _label_simulated(settings)
+
+
+def _ensure_versions(ctx: click.Context) -> None:
+    """Version 1 recorded for benchmarks drawn before versions were kept (issue 22): the leaderboard's
+    provenance names a version and its content hash."""
+    from sqlalchemy import text
+
+    from playlisteval.store import open_store
+
+    engine = open_store(settings_of(ctx))
+    with engine.connect() as conn:  # one query first: the select package (the actors' imports) only when needed
+        missing = conn.execute(text("SELECT count(*) FROM benchmark AS b WHERE NOT EXISTS "
+                                    "(SELECT 1 FROM benchmark_version AS v WHERE v.benchmark_id = b.id)")).scalar()
+    if missing:
+        from playlisteval.select import versions
+
+        versions.ensure_every(engine)
 
 
 def _label_simulated(settings: Any) -> None:

@@ -8,8 +8,8 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from playlisteval.config import Settings
-from playlisteval.state import WORKING
 from playlisteval.store import open_store, transaction
+from playlisteval.store.states import WORKING
 from playlisteval.store.tables import Seed, Video
 
 
@@ -28,9 +28,30 @@ def _no_seeds(videos: int) -> str:
             "e.g. segments too long for short videos)")
 
 
+def no_seeds_reason(settings: Settings) -> str:
+    """Why the store has no seeds, as far as the store can tell (issue 22: not "run `index`" when it ran)."""
+    from playlisteval.store.tables import Segment
+
+    with transaction(open_store(settings)) as s:
+        videos = int(s.exec(select(func.count()).select_from(Video)).one())
+        indexed = int(s.exec(select(func.count()).select_from(Video).where(Video.status == "indexed")).one())
+        segments = int(s.exec(select(func.count()).select_from(Segment)).one())
+    if not videos:
+        return "no seeds: the collection is empty (`playlisteval add DOMAIN FOLDER…`, then `playlisteval index`)"
+    if not indexed:
+        return f"no seeds: none of the {videos} video(s) is indexed yet (`playlisteval index`)"
+    cfg = settings.index
+    if segments < 2:
+        return (f"no seeds: the {indexed} indexed video(s) gave {segments} segment(s) — too short for [index] "
+                f"segment_min_s = {cfg.segment_min_s:g}?")
+    band = f"{cfg.seed_similarity_min:g}..{cfg.seed_similarity_max:g}"
+    return (f"no seeds: no pair of the {segments} segment(s) of the {indexed} indexed video(s) passed the "
+            f"similarity band [index] seed_similarity_min..max = {band}")
+
+
 def empty_build_hint(settings: Settings, outcome: Any, max_items: int | None) -> str | None:
     """Why a build created and ran nothing."""
-    from playlisteval.build import status as read_status
+    from playlisteval.build.status import status as read_status
 
     videos, seeds = _counts(settings)
     if not seeds:

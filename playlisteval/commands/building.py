@@ -12,16 +12,16 @@ from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
-from playlisteval import exitcodes
-from playlisteval.cli_support import StepProgress, console, emit_json, settings_of
-from playlisteval.state import WORKING, State
+from playlisteval.commands import exitcodes
+from playlisteval.commands.support import StepProgress, console, emit_json, settings_of
+from playlisteval.store.states import WORKING, State
 
 
 def _live_status(settings: Any, as_json: bool = False) -> tuple[Any, Any]:
     """The live status table with a bar of items settled (rate, ETA) under it; piped: one log line per item
     settled (-v); with --json: nothing on stdout until the end."""
-    from playlisteval.build import status as read_status
-    from playlisteval.state import TERMINAL
+    from playlisteval.build.status import status as read_status
+    from playlisteval.store.states import TERMINAL
 
     progress = StepProgress("build", "items", on=console, enabled=not as_json)
 
@@ -45,7 +45,8 @@ def _live_status(settings: Any, as_json: bool = False) -> tuple[Any, Any]:
 _BUDGET_HELP = ("Budget in USD for the build's model calls, all runs of this store together (0 = none; "
                 "default: [build] budget_usd). The build pauses when it is reached.")
 _BUDGET = click.FloatRange(min=0)  # a negative budget is a usage error, not "unlimited"
-_EXIT_HELP = "Exit status: 0 done; 1 error; 2 usage; 3 finished with failed items; 4 paused by the budget."
+_EXIT_HELP = ("Exit status: 0 done; 1 error; 2 usage; 3 finished with failed items; 4 paused by the budget; "
+              "5 another build holds the items; 130 interrupted (Ctrl-C).")
 
 
 @click.command(epilog=_EXIT_HELP)
@@ -63,8 +64,8 @@ def build(ctx: click.Context, budget: float | None, max_items: int | None, as_js
     Before anything is created it checks every role's SDK, API key and price, and that the sim plays
     only on videos `synth` made.
     """
-    from playlisteval.build import build as run_build
-    from playlisteval.build import check
+    from playlisteval.actors.build_run import build as run_build
+    from playlisteval.actors.build_run import check
 
     settings = settings_of(ctx)
     check(settings)  # a configuration that cannot run is one message, before any display or item
@@ -80,8 +81,8 @@ def build(ctx: click.Context, budget: float | None, max_items: int | None, as_js
 @click.pass_context
 def resume(ctx: click.Context, budget: float | None, as_json: bool) -> None:
     """Re-enqueue every unfinished item whose lease has expired (after a crash, a stop or a budget pause)."""
-    from playlisteval.build import check
-    from playlisteval.build import resume as run_resume
+    from playlisteval.actors.build_run import check
+    from playlisteval.actors.build_run import resume as run_resume
 
     settings = settings_of(ctx)
     check(settings)
@@ -92,27 +93,36 @@ def resume(ctx: click.Context, budget: float | None, as_json: bool) -> None:
 
 
 @click.command("retry-failed", epilog=_EXIT_HELP)
+@click.option("--json", "as_json", is_flag=True, help='Print {"retried", "items", "states", "exit_code"} as JSON.')
 @click.pass_context
-def retry_failed(ctx: click.Context) -> None:
+def retry_failed(ctx: click.Context, as_json: bool) -> None:
     """Put failed items back in the state they failed in, and resume them."""
-    from playlisteval.broker import is_redis
-    from playlisteval.build import retry_failed as run_retry
+    from playlisteval.actors.broker import is_redis
+    from playlisteval.actors.build_run import retry_failed as run_retry
 
     settings = settings_of(ctx)
-    live, tick = _live_status(settings)
+    live, tick = _live_status(settings, as_json)
     with live:
         moved = run_retry(settings, on_tick=tick)
-    console.print(f"retried {len(moved)} failed item(s)")
-    sys.exit(_exit_code(settings, foreground=not is_redis(settings.broker.url)) if moved else exitcodes.DONE)
+    code = _exit_code(settings, foreground=not is_redis(settings.broker.url)) if moved else exitcodes.DONE
+    if as_json:
+        from playlisteval.actors.build_run import status as read_status
+
+        emit_json({"retried": len(moved), "items": sorted(moved), "states": read_status(settings).states,
+                   "exit_code": code})
+    else:
+        console.print(f"retried {len(moved)} failed item(s)")
+    sys.exit(code)
 
 
 def _exit_code(settings: Any, foreground: bool = True) -> int:
     """After a run: paused by the budget, else failed items left, else — in this process's run — items
     still in a working state that no batch is holding (a step given back past its time limit: nothing
     in this process will send it again until `resume`), else done."""
-    from playlisteval.build import status as read_status
-    from playlisteval.models.batch_run import live_requests
+    from playlisteval.actors.build_run import status as read_status
+    from playlisteval.models.batch.run import live_requests
     from playlisteval.store import open_store
+    from playlisteval.store.holders import held_elsewhere
 
     st = read_status(settings)
     if st.paused:
@@ -120,6 +130,8 @@ def _exit_code(settings: Any, foreground: bool = True) -> int:
     if st.states.get(State.FAILED.value, 0):
         return exitcodes.INCOMPLETE
     unfinished = sum(st.states.get(state.value, 0) for state in WORKING)
+    if foreground and unfinished and held_elsewhere(open_store(settings)):
+        return exitcodes.BUSY  # another build works on them: not this run's to resume
     if foreground and unfinished and not live_requests(open_store(settings)):
         return exitcodes.INCOMPLETE
     return exitcodes.DONE
@@ -128,14 +140,18 @@ def _exit_code(settings: Any, foreground: bool = True) -> int:
 def _after_run(settings: Any, outcome: Any, what: str, as_json: bool = False, max_items: int | None = None) -> int:
     """Say what happened (and why nothing did); the exit code (a build handed to Redis workers is done once
     enqueued)."""
-    from playlisteval.build import status as read_status
+    from playlisteval.actors.build_run import status as read_status
     from playlisteval.commands.build_hints import empty_build_hint
-    from playlisteval.models.simulated import is_simulated
+    from playlisteval.models.preflight import BUILD_ROLES, roles
+    from playlisteval.models.simulated import is_simulated, uses_sim
     from playlisteval.store import open_store
 
     st = read_status(settings)
     code = _exit_code(settings) if outcome.foreground else exitcodes.DONE
-    simulated = is_simulated(open_store(settings), "build")
+    # simulated: the sim answered some of the build's calls, or the work just handed to the workers will be
+    # answered by it (a build that only enqueued has no call in the store yet; issue 25)
+    simulated = is_simulated(open_store(settings), "build") or bool(outcome.enqueued) and any(
+        uses_sim(spec) for _, spec in roles(settings, BUILD_ROLES))
     failed = st.states.get(State.FAILED.value, 0)
     hint = None
     if not outcome.enqueued:
@@ -159,6 +175,14 @@ def _after_run(settings: Any, outcome: Any, what: str, as_json: bool = False, ma
     if failed:
         console.print(f"[red]{failed} item(s) failed[/]: `playlisteval status` shows why; "
                       "`playlisteval retry-failed` after fixing it")
+    elif outcome.foreground and code == exitcodes.BUSY:
+        from playlisteval.store.holders import held_elsewhere
+
+        held = held_elsewhere(open_store(settings))
+        who = ", ".join(f"{process}: {n} leased now" for process, n in sorted(held.items()))
+        unfinished = sum(st.states.get(state.value, 0) for state in WORKING)
+        console.print(f"[yellow]{unfinished} item(s) unfinished: another build holds them[/] ({who}) and finishes "
+                      "them; `playlisteval status --watch` follows it (`resume` only if it stops)", highlight=False)
     elif outcome.foreground and code == exitcodes.INCOMPLETE:
         unfinished = sum(st.states.get(state.value, 0) for state in WORKING)
         console.print(f"[yellow]{unfinished} item(s) left unfinished[/] (a step given back, e.g. past its time "
@@ -179,9 +203,9 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
     """Items per state, attempts, gate rejections, model calls and spend against the budget."""
     import time
 
-    from playlisteval.build import status as read_status
+    from playlisteval.build.spend import project_build, spend_by_purpose, spend_json
+    from playlisteval.build.status import status as read_status  # counts: no engine, no broker
     from playlisteval.commands.build_hints import status_hint
-    from playlisteval.spend_report import project_build, spend_by_purpose, spend_json
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)
@@ -196,7 +220,10 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
     engine = open_store(settings)
     spends, projection = spend_by_purpose(settings, engine), project_build(settings, engine)
     if as_json:
-        click.echo(json.dumps({**st.__dict__, "spend": spend_json(spends, projection)}, default=str))
+        from playlisteval.analytics.provenance import provenance
+
+        click.echo(json.dumps({**st.__dict__, "spend": spend_json(spends, projection),
+                               "provenance": provenance(engine, settings, settings.select.benchmark)}, default=str))
         return
     console.print(_status_table(st, spends, projection))
     for item_id, error in st.failures[:10]:
@@ -263,8 +290,8 @@ def worker(ctx: click.Context, threads: int | None) -> None:
     is picked up. `dramatiq playlisteval.actors.tasks` (with PLAYLISTEVAL_PROJECT) serves the same queues.
     """
     from playlisteval.actors import App
-    from playlisteval.broker import is_redis
-    from playlisteval.workers import serve
+    from playlisteval.actors.broker import is_redis
+    from playlisteval.actors.workers import serve
 
     settings = settings_of(ctx)
     if not is_redis(settings.broker.url):
@@ -272,6 +299,13 @@ def worker(ctx: click.Context, threads: int | None) -> None:
                                "(or PLAYLISTEVAL_BROKER__URL); with memory:// `build` runs the items itself")
     if threads:
         settings.broker.threads = threads
+    import redis
+
+    from playlisteval import logs
+
+    redis.Redis.from_url(settings.broker.url, socket_connect_timeout=5).ping()  # down: one line (cli.py), not a loop
+    # a line per unit of work (step.done, job.done) on stderr at the default verbosity: a server says what it does
+    logs.configure(max(1, int(ctx.find_root().params.get("verbose") or 0)))
     serve(App(settings))
 
 

@@ -21,7 +21,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from playlisteval.cli_support import console
+from playlisteval.commands.support import console
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -52,6 +52,10 @@ def retrieval(run_path: Path, qrels_path: Path, k: int, as_json: bool) -> None:
     from playlisteval.eval.trec import score_files
 
     scores = score_files(run_path, qrels_path, k)
+    from playlisteval.commands.support import err_console
+
+    for warning in scores.warnings():  # stderr: --json output stays one document (its "warnings" too)
+        err_console.print(f"[yellow]warning:[/] {run_path}: {warning}", highlight=False)
     if as_json:
         click.echo(json.dumps(scores.as_json()))
         return
@@ -103,15 +107,20 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
     same `eval judge` command again), running (a pass under way, or cut short).
     Accuracy is over the judged pairs (no verdict counts 0.5); errors are never judged.
     """
-    from playlisteval.cli_support import settings_of
+    from playlisteval.commands.support import settings_of
     from playlisteval.eval.runs import list_runs
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)
     found = list_runs(settings, open_store(settings), benchmark, judge)
     if as_json:
+        from playlisteval.analytics.provenance import provenance
+
+        blocks: dict[str, dict[str, object]] = {}  # one provenance per benchmark (issue 22)
         for info in found:
-            click.echo(json.dumps(info.as_json()))
+            if info.benchmark not in blocks:
+                blocks[info.benchmark] = provenance(open_store(settings), settings, info.benchmark)
+            click.echo(json.dumps({**info.as_json(), "provenance": blocks[info.benchmark]}))
         return
     if not found:
         console.print("[dim]no judge runs yet: `playlisteval eval judge` makes them[/]")
@@ -135,13 +144,14 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
 @eval_group.command("drop")
 @click.argument("run_id", metavar="RUN", type=int)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"run_id", "judge", "judgments", "errors"} as JSON.')
 @click.pass_context
-def drop(ctx: click.Context, run_id: int, yes: bool) -> None:
+def drop(ctx: click.Context, run_id: int, yes: bool, as_json: bool) -> None:
     """Delete judge run RUN (a number from `eval runs`) with its judgments and errors.
 
     The calls it made stay on the ledger: their cost was paid and is still counted.
     """
-    from playlisteval.cli_support import settings_of
+    from playlisteval.commands.support import settings_of
     from playlisteval.eval.runs import drop_run, list_runs
     from playlisteval.store import open_store
 
@@ -156,6 +166,12 @@ def drop(ctx: click.Context, run_id: int, yes: bool) -> None:
     if not yes:
         click.confirm(f"Delete {described}?", abort=True)
     _, judged, errors = drop_run(engine, run_id)
+    if as_json:
+        from playlisteval.commands.support import emit_json
+
+        emit_json({"run_id": run_id, "judge": info.judge, "benchmark": info.benchmark, "deleted": True,
+                   "judgments": judged, "errors": errors})
+        return
     console.print(Text(f"deleted {described.split(':', 1)[0]}: {judged} judgment(s), {errors} error(s)"))
 
 

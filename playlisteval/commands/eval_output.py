@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from playlisteval import exitcodes
-from playlisteval.cli_support import console, err_console
+from playlisteval.commands import exitcodes
+from playlisteval.commands.support import console, err_console
 
 if TYPE_CHECKING:
     from playlisteval.analytics.rates import RunIntervals
@@ -41,7 +41,8 @@ def judge_json(s: RunSummary, intervals: RunIntervals | None = None) -> dict[str
     return {"run_id": s.run_id, "judge": s.judge, "state": s.state, "pairs": s.pairs, "judged": s.judged,
             "accuracy_ci": overall.as_dict() if overall else None,
             "by_domain_ci": {d: v.as_dict() if v else None for d, v in by_domain.items()},
-            "judged_now": s.judged_now, "no_verdict": s.no_verdict, "errors": s.errors, "pending": s.pending,
+            "judged_now": s.judged_now, "no_verdict": s.no_verdict, "ties": s.outcomes.get("tie", 0),
+            "errors": s.errors, "pending": s.pending,
             "accuracy": s.accuracy, "outcomes": s.outcomes, "by_domain": s.by_domain, "stopped": s.stopped,
             "error_messages": s.error_messages, "options_hash": s.options.options_hash,
             "settings": s.options.as_settings()}
@@ -61,7 +62,9 @@ def print_judge_table(summaries: list[RunSummary], options: JudgeOptions,
     for s in sorted(summaries, key=lambda x: (x.accuracy is None, -(x.accuracy or 0.0), x.judge)):
         overall, by_domain = cis.get(s.run_id, (None, {}))
         table.add_row(str(s.run_id), Text(s.judge), "all", f"{s.judged}/{s.pairs}",
-                      ci(overall) if overall else pct(s.accuracy), str(s.no_verdict), str(s.errors), s.state)
+                      ci(overall) if overall else pct(s.accuracy),
+                      str(s.no_verdict) + (f" ({s.outcomes['tie']} tie)" if s.outcomes.get("tie") else ""),
+                      str(s.errors), s.state)
         for d in sorted(s.by_domain):
             shown = by_domain.get(d)
             table.add_row("", "", Text(d), str(shown.n) if shown else "", ci(shown) if shown else pct(s.by_domain[d]),
@@ -114,15 +117,18 @@ def gate_exit(gate: GateReport) -> int:
 def print_retrieval(s: RetrievalSummary, intervals: dict[str, Any] | None = None) -> None:
     """The run's rates, each with its 95 % interval (bootstrap over questions) when ``intervals``."""
     cis = intervals or {}
-    table = Table(title=f"retriever {s.embedder} (run {s.run_id})")
-    columns = ("questions", "errors", "segments (mean)", f"Hit_both@{s.k}", f"Hit_any@{s.k}", f"nDCG@{s.k}", "ms/query")
+    named = f"variant {s.variant} = {s.embedder}" if s.variant else s.embedder
+    table = Table(title=f"retriever {named} (run {s.run_id})")
+    columns = ("questions", "errors", "segments (mean)", f"Hit_both@{s.k}", f"Hit_any@{s.k}", f"nDCG@{s.k}", "ms/query",
+               "p50 / p95 ms", "dims", "index MB")
     for column in columns:
         table.add_column(column, justify="right", overflow="fold")
     table.add_row(str(s.questions), str(s.errors), "-" if s.mean_segments is None else f"{s.mean_segments:.0f}",
                   ci(cis["hit_both"]) if cis.get("hit_both") else pct(s.hit_both),
                   ci(cis["hit_any"]) if cis.get("hit_any") else pct(s.hit_any),
                   ci(cis["ndcg"]) if cis.get("ndcg") else "-" if s.ndcg is None else f"{s.ndcg:.3f}",
-                  f"{s.latency_ms:.1f}")
+                  f"{s.latency_ms:.1f}", f"{s.latency_p50_ms:.1f} / {s.latency_p95_ms:.1f}", str(s.dims),
+                  f"{s.index_bytes / 1e6:.2f}")
     console.print(table)
     if cis:
         console.print(Text("[95 % interval] from a bootstrap over questions; nDCG in %", style="dim"))

@@ -15,7 +15,6 @@ from typing import Any
 import click
 from rich.table import Table
 
-from playlisteval.cli_support import console, emit_json, progress_bar, settings_of
 from playlisteval.commands.eval_group import eval_group
 from playlisteval.commands.eval_output import (
     gate_exit,
@@ -28,6 +27,7 @@ from playlisteval.commands.eval_output import (
     retrieval_exit,
 )
 from playlisteval.commands.models import batch_wanted, print_batch_report, run_maybe_batched
+from playlisteval.commands.support import console, emit_json, progress_bar, settings_of
 
 
 @contextmanager
@@ -54,11 +54,15 @@ def _bar(enabled: bool = True, step: str = "eval", unit: str = "pairs") -> Itera
 @click.option("--wait/--no-wait", default=True,
               help="With a Redis broker: wait for the `playlisteval worker` processes to judge every question "
                    "(default), or send the questions and return at once (run `select` again to draw).")
+@click.option("--redraw", is_flag=True,
+              help="Draw an existing benchmark again from every accepted item, with this run's settings: its "
+                   "live version is frozen first (leaderboard/export --version N still read it) and the new "
+                   "draw becomes the next version (none when its content does not change).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context
 def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int | None,
                pairs_per_domain: int | None, budget: float | None, use_batch: bool | None, wait: bool,
-               as_json: bool) -> None:
+               redraw: bool, as_json: bool) -> None:
     """Draw the benchmark from the accepted items (SPEC F).
 
     \b
@@ -68,11 +72,15 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
        judge prompt; a pair is kept iff at least one of them gets it wrong;
     4. draw the kept pairs per domain (seeded), each with its Model A side drawn from the shared seed.
     Questions with a drawn pair move to `selected`, those with no kept pair to `too_easy`. Running it
-    again under the same name changes nothing; an interrupted gate resumes where it stopped.
+    again under the same name changes nothing; an interrupted gate resumes where it stopped. When items
+    were accepted after the benchmark was drawn, it says how many per domain, leaves the benchmark as it
+    is and exits 3: `--redraw` draws it again as its next version (the gate asks only about the new
+    questions' pairs; the old version stays readable with `leaderboard --version N`, `export --version N`).
     A weak judge whose call fails or whose reply holds no verdict decides nothing: the pair stays open,
     nothing is drawn, and running `select` again asks that judge again. Exit status 3 while pairs stay
     open, 4 when the budget stopped the gate.
     """
+    from playlisteval.analytics.provenance import provenance
     from playlisteval.models.preflight import check_select
     from playlisteval.models.simulated import is_simulated
     from playlisteval.select.sampling import select_benchmark
@@ -89,7 +97,7 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
     weak = ("F_first", "F_second")
     with _bar(not as_json, "select") as update:
         out, batches = run_maybe_batched(settings, weak, batch_wanted(settings, weak, use_batch), lambda runner: (
-            select_benchmark(settings, name, runner=runner, progress=update, wait=wait)))
+            select_benchmark(settings, name, runner=runner, progress=update, wait=wait, redraw=redraw)))
     print_batch_report(batches, stderr=as_json)
     if out.sent:  # --no-wait: the workers have the questions; nothing is drawn yet
         if as_json:
@@ -103,10 +111,13 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
             "benchmark_id": out.benchmark_id, "name": out.name, "created": out.created, "pairs": out.pairs,
             "domains": {d: vars(v) for d, v in out.domains.items()}, "gate": vars(out.gate),
             "selected": out.selected, "too_easy": out.too_easy, "warnings": out.warnings,
-            "simulated": is_simulated(open_store(settings))}))
+            "version": out.version, "redrawn": out.redrawn, "new_version": out.new_version,
+            "accepted_since_draw": out.new_items,
+            "simulated": is_simulated(open_store(settings)),
+            "provenance": provenance(open_store(settings), settings, out.name)}))
         print_gate_problems(out.gate)
-        sys.exit(gate_exit(out.gate))
-    table = Table(title=f"benchmark {out.name!r}" + ("" if out.created else " (already drawn)"))
+        sys.exit(_select_exit(out))
+    table = Table(title=f"benchmark {out.name!r}" + ("" if out.created or out.redrawn else " (already drawn)"))
     for column in ("domain", "accepted", "sampled", "kept pairs", "pairs drawn", "questions"):
         table.add_column(column, justify="left" if column == "domain" else "right")
     for d in out.domains.values():
@@ -114,16 +125,32 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
                       str(d.questions))
     console.print(table)
     g = out.gate
-    if out.created or g.undecided:
+    if out.created or out.redrawn or g.undecided:
         console.print(f"difficulty gate: {g.judged} pair(s) decided now, {g.kept} kept, {g.dropped} too easy"
                       + (f", {g.undecided} undecided ({g.errors} weak-judge fault(s))" if g.undecided else ""))
+    for change in g.changed:  # a weak judge changed since its verdicts: they were not reused (issue 25)
+        console.print(f"difficulty gate: weak judge changed, {change}", highlight=False)
     console.print(f"items moved: {out.selected} selected, {out.too_easy} too easy")
     for warning in out.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if out.redrawn and out.benchmark_id:  # a redraw says what it made (issue 22)
+        console.print(f"benchmark {out.name!r} drawn again: " + (
+            f"version {out.version} (version {out.version - 1} stays readable: `leaderboard --version "
+            f"{out.version - 1}`, `export --version {out.version - 1}`)" if out.new_version
+            else f"the same pairs, still version {out.version}"), highlight=False)
     if is_simulated(open_store(settings)):
         console.print("[yellow]simulated:[/] built and gated by the sim world (synthetic playlists)")
     print_gate_problems(out.gate)
-    sys.exit(gate_exit(out.gate))
+    sys.exit(_select_exit(out))
+
+
+def _select_exit(out: Any) -> int:
+    """The gate's exit status; else 3 (INCOMPLETE) when items accepted after the draw were left out of
+    an existing benchmark (run with --redraw to draw them in)."""
+    from playlisteval.commands.exitcodes import DONE, INCOMPLETE
+
+    code = gate_exit(out.gate)
+    return code if code != DONE else INCOMPLETE if out.new_items else DONE
 
 
 @click.command("export")
@@ -131,20 +158,24 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
 @click.option("--benchmark", default=None, help="Benchmark name (default: [select] benchmark).")
 @click.option("--force", is_flag=True, help="Write into OUT even when it is not empty (its files of the same "
                                             "names are overwritten).")
+@click.option("--version", "version", type=click.IntRange(min=1), default=None,
+              help="A version of the benchmark (`playlisteval versions` lists them): an older one is written "
+                   "as it stood when it was superseded. Default: the live version.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON (README, \"--json\").")
 @click.pass_context
-def export_cmd(ctx: click.Context, out: Path, benchmark: str | None, force: bool, as_json: bool) -> None:
+def export_cmd(ctx: click.Context, out: Path, benchmark: str | None, force: bool, version: int | None,
+               as_json: bool) -> None:
     """Write the benchmark to OUT: data/test.parquet, data/test.jsonl, README.md (a dataset card with the
     SPEC F4 statistics) and stats.json. Load it with
     `datasets.load_dataset("parquet", data_files="OUT/data/test.parquet")`."""
-    from playlisteval.select.export import export
+    from playlisteval.select.versions import export_version
 
     with progress_bar("export", "steps") as update:
-        report = export(settings_of(ctx), out, benchmark, force=force, progress=update)
+        report = export_version(settings_of(ctx), out, benchmark, force=force, progress=update, version=version)
     st = report.stats
     if as_json:
         emit_json({"out": str(out), "pairs": report.rows, "files": [str(p.relative_to(out)) for p in report.files],
-                   "stats": st.as_dict()})
+                   "stats": st.as_dict(), "provenance": report.provenance})
         return
     console.print(f"wrote {report.rows} pair(s) to {out}: " + ", ".join(str(p.relative_to(out)) for p in report.files))
     console.print(f"{st.sampled_after} question(s); gaps {st.pairs_by_gap}; longer answer wins "
@@ -152,7 +183,7 @@ def export_cmd(ctx: click.Context, out: Path, benchmark: str | None, force: bool
 
 
 _EVIDENCE = click.Choice(["retrieved", "uniform", "oracle"])
-_MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+audio", "audio"])
+_MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+audio", "audio", "none"])
 
 
 @eval_group.command("judge")
@@ -176,6 +207,14 @@ _MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+a
 @click.option("--audio-mode", type=click.Choice(["track", "turns"]), default=None,
               help="One merged audio track with pauses, or one audio part per chunk.")
 @click.option("--retriever", default=None, help="Embedder that ranks chunks for retrieved evidence.")
+@click.option("--agentic", is_flag=True, default=False,
+              help="The judge finds its own evidence with tools: search, frames of a range, transcript of a range "
+                   "(SPEC G6; [eval] agent_max_steps / agent_max_tokens per pair).")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ask each pair N times (each sample its own run, at --temperature): expected and consensus "
+                   "accuracy and consistency over the samples (issue 21).")
+@click.option("--temperature", type=click.FloatRange(0, 2), default=None,
+              help="Sampling temperature asked of the judge (default: the provider's; needed by --samples).")
 @click.option("--budget", type=click.FloatRange(min=0), default=None,
               help="USD judge runs' calls may spend, all runs of this store together (0 = none; "
                    "default: [eval] budget_usd).")
@@ -192,7 +231,8 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
               scope: str | None, swap: bool, modality: str | None, frames: int | None, size: str | None,
               thinking: str | None, media_resolution: str | None, audio_speed: float | None,
               audio_mode: str | None, retriever: str | None, budget: float | None, use_batch: bool | None,
-              wait: bool, as_json: bool) -> None:
+              wait: bool, as_json: bool, agentic: bool = False, samples: int = 1,
+              temperature: float | None = None) -> None:
     """Run judges over the benchmark's pairs with the G4 prompt (SPEC G).
 
     Each judge with these options is one run, named by a hash of its options (`eval runs` lists them);
@@ -203,9 +243,18 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     judge's main run (the leaderboard's); any other is a sweep.
 
     \b
+    With --samples N --temperature T each judge is asked N times (N runs, sample 0 … N-1, each a new
+    request); its last run's JSON line carries ``stability``: expected and consensus accuracy and the
+    share of pairs whose samples all agree, with intervals (analytics/stability.py).
+
+    \b
     Exit status: 0 every pair judged; 3 errors or pairs left (run again); 4 stopped by the budget.
     """
+    from dataclasses import replace
+
+    from playlisteval.analytics.provenance import provenance
     from playlisteval.analytics.rates import judge_run_intervals
+    from playlisteval.commands.sampling import print_stability, sample_stability
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions, parse_size
     from playlisteval.models.preflight import check_judges
@@ -217,26 +266,61 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     check_judges(settings, judges or settings.eval.panel, open_store(settings))
     if budget is not None:
         settings.eval.budget_usd = budget
+    # the options not given default to the benchmark's stored main-run protocol, not this shell's [eval]
+    # (issue 22: `protocol set` changes it); a benchmark without one keeps the configured options
+    from playlisteval.benchmark.pairs import find_benchmark
+    from playlisteval.store import protocol
+
+    engine = open_store(settings)
+    chosen = find_benchmark(engine, benchmark or settings.select.benchmark)
+    settings = protocol.applied(settings, protocol.stored(engine, int(chosen.id or 0)))
     options = JudgeOptions.from_settings(
         settings, evidence=evidence, scope=scope, swap=swap, modality=modality, frames=frames,
         size=parse_size(size) if size else None, thinking=thinking, media_resolution=media_resolution,
-        audio_speed=audio_speed, audio_mode=audio_mode, retriever=retriever)
+        audio_speed=audio_speed, audio_mode=audio_mode, retriever=retriever, agentic=agentic or None,
+        temperature=temperature)
+    if samples > 1 and temperature is None:
+        raise click.UsageError("--samples N needs --temperature T: the samples of a judge are drawn at one temperature")
+    if samples > 1 and agentic:
+        raise click.UsageError("--samples with --agentic: an agent's turns are not asked as separate samples yet")
+    if agentic and use_batch:
+        raise click.UsageError("--agentic asks turn by turn, each after the last one's tools ran: not by --batch")
+    if agentic and any(j.startswith("shortcut/") for j in judges or settings.eval.panel):
+        raise click.UsageError("--agentic needs a model judge: a shortcut judge calls no model and no tool")
     summaries = []
-    for judge in judges or tuple(settings.eval.panel):
+    sampled = [(judge, sample) for judge in judges or tuple(settings.eval.panel) for sample in range(samples)]
+    for judge, sample in sampled:
+        run_options = replace(options, sample=sample) if temperature is not None else options
         with _bar(not as_json) as update:
             def tick(done: int, total: int, name: str = judge) -> None:
                 update(name, done, total)
 
-            batched = batch_wanted(settings, ("G",), use_batch) and not judge.startswith("shortcut/")
-            def work(runner: Any, name: str = judge, step: Any = tick) -> Any:
-                return run_judge(settings, name, options, benchmark, runner=runner, tick=step, wait=wait)
+            batched = batch_wanted(settings, ("G",), use_batch) and not judge.startswith("shortcut/") and not agentic
+            def work(runner: Any, name: str = judge, step: Any = tick, opts: Any = run_options) -> Any:
+                return run_judge(settings, name, opts, benchmark, runner=runner, tick=step, wait=wait)
 
             summary, batches = run_maybe_batched(settings, ("G",), batched, work)
         print_batch_report(batches, stderr=as_json)
         summaries.append(summary)
+        if samples > 1 and sample == samples - 1:  # the judge's last sample: its stability (issue 21)
+            runs = [x.run_id for x in summaries[-samples:]]
+            figures = sample_stability(settings, int(chosen.id or 0), judge, runs)
+            if not as_json:
+                print_stability(figures)
         if as_json:
             cis = judge_run_intervals(settings, [summary.run_id])[summary.run_id]
-            click.echo(json.dumps({**judge_json(summary, cis), "simulated": is_simulated(open_store(settings))}))
+            extra: dict[str, Any] = {"simulated": is_simulated(open_store(settings)),
+                                     "provenance": provenance(open_store(settings), settings, int(chosen.id or 0))}
+            if agentic:  # every tool call of the run, per pair (issue 20)
+                from playlisteval.eval.agent_record import run_tool_calls
+
+                extra["agent"] = run_tool_calls(open_store(settings), summary.run_id)
+            if temperature is not None:
+                extra["sample"] = sample
+                extra["temperature"] = temperature
+            if samples > 1 and sample == samples - 1:
+                extra["stability"] = figures
+            click.echo(json.dumps({**judge_json(summary, cis), **extra}))
     if not as_json:
         print_judge_table(summaries, options, judge_run_intervals(settings, [s.run_id for s in summaries]))
         if is_simulated(open_store(settings)):
@@ -254,10 +338,13 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
 @click.option("--benchmark", default=None, help="Benchmark whose sampled questions are ranked (default: [select] "
                                                 "benchmark).")
 @click.option("--all", "all_items", is_flag=True, help="Rank for every accepted question instead.")
+@click.option("--variant", metavar="NAME", default=None,
+              help="Score the retriever variant NAME (`playlisteval index --variant NAME --modality …`: another "
+                   "embedder, modality, frames per chunk or width, stored beside the default vectors).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None, all_items: bool,
-                 as_json: bool) -> None:
+                 as_json: bool, variant: str | None = None) -> None:
     """Rank each question's domain segments by the mean of their 3 best chunk similarities (SPEC R1) and
     store the ranks of the two gold segments; prints Hit_both@k, Hit_any@k and nDCG@k (SPEC R2). A
     question that cannot be ranked is an error, left out of the means and counted (exit status 3).
@@ -268,7 +355,7 @@ def retrieve_cmd(ctx: click.Context, embedder: str | None, benchmark: str | None
 
     settings = settings_of(ctx)
     with _bar(not as_json, "eval retrieve", "questions") as update:
-        s = run_retrieval(settings, embedder, benchmark, all_items=all_items, tick=update)
+        s = run_retrieval(settings, embedder, benchmark, all_items=all_items, tick=update, variant=variant)
     cis = retrieval_run_intervals(settings, s.run_id)  # issue 9: every rate with its interval
     if as_json:
         click.echo(json.dumps({**vars(s), **{f"{k}_ci": v.as_dict() if v else None for k, v in cis.items()}}))

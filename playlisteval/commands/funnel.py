@@ -16,14 +16,14 @@ from typing import Any
 import click
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import func, text
-from sqlmodel import col, select
+from sqlalchemy import func
+from sqlmodel import select
 
-from playlisteval.cli_support import console, settings_of
+from playlisteval.commands.support import console, settings_of
 from playlisteval.config import Settings
-from playlisteval.state import GATE_ORDER, State
-from playlisteval.store import open_store, transaction
-from playlisteval.store.tables import GateResult, Item
+from playlisteval.store import counts, open_store, transaction
+from playlisteval.store.states import GATE_ORDER, State
+from playlisteval.store.tables import Item
 
 #: The gates of the build in the order they run (SPEC C1–C3, D2–D4), from the state table.
 GATES = GATE_ORDER
@@ -56,22 +56,26 @@ def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
     ``seen`` = passed + rejected: a checker fault decided nothing and is counted on its own."""
     engine = open_store(settings)
     gates: dict[str, dict[str, Any]] = {g: _empty() for g in GATES}
+    # the counts kept by triggers (store/counts.py): verdicts and reason kinds per gate, items per state —
+    # what analytics/funnel.sql and a read of every rejection's text gave, at the same cost at any size
     with transaction(engine) as s:
-        for gate, seen, passed, rejected, faults in s.execute(text(funnel_sql())).all():
-            entry = gates.setdefault(str(gate), _empty())
-            entry.update(seen=int(seen or 0), passed=int(passed or 0), rejected=int(rejected or 0),
-                         checker_faults=int(faults or 0))
+        verdicts: dict[str, Counter[str]] = {}
+        for key, n in counts.by_key(s, "gate_verdict").items():
+            gate, _, verdict = key.partition(" ")
+            verdicts.setdefault(gate, Counter())[verdict] += n
+        for gate, v in verdicts.items():
+            gates.setdefault(gate, _empty()).update(seen=v["pass"] + v["reject"], passed=v["pass"],
+                                                    rejected=v["reject"], checker_faults=v[FAULT])
         reasons: dict[str, Counter[str]] = {}
         fault_reasons: dict[str, Counter[str]] = {}
-        for gate, verdict, reason in s.exec(select(GateResult.gate, GateResult.verdict, GateResult.reason).where(
-                col(GateResult.verdict).in_(["reject", FAULT]))):
-            if verdict == FAULT:
-                fault_reasons.setdefault(gate, Counter())[fault_kind(reason or "")] += 1
-            else:
-                reasons.setdefault(gate, Counter())[reason_kind(reason or "")] += 1
-        states = dict(s.exec(select(Item.state, func.count()).group_by(Item.state)).all())
-        p1, p2 = s.exec(select(func.coalesce(func.max(Item.phase1_attempts), 0),
-                               func.coalesce(func.max(Item.phase2_attempts), 0))).one()
+        for kind, found in (("gate_reject_kind", reasons), ("gate_fault_kind", fault_reasons)):
+            for key, n in counts.by_key(s, kind).items():
+                gate, _, why = key.partition(" ")
+                found.setdefault(gate, Counter())[why] += n
+        states = counts.by_key(s, "item_state")
+        # one MAX a statement: each read from its index (2601, 2602), not a scan of the items
+        p1, p2 = (s.exec(select(func.coalesce(func.max(column), 0))).one()
+                  for column in (Item.phase1_attempts, Item.phase2_attempts))
     for gate, counter in reasons.items():
         gates[gate]["reasons"] = dict(counter.most_common(top))
     for gate, counter in fault_reasons.items():
@@ -87,11 +91,10 @@ def per_accepted(settings: Settings) -> dict[str, float | None]:
     """Generation attempts and spend per accepted question (None while nothing is accepted)."""
     engine = open_store(settings)
     with transaction(engine) as s:
-        p1, p2 = s.exec(select(func.coalesce(func.sum(Item.phase1_attempts), 0),
-                               func.coalesce(func.sum(Item.phase2_attempts), 0))).one()
-        accepted = s.exec(select(func.count()).select_from(Item).where(
-            Item.state.in_([State.ACCEPTED.value, State.SELECTED.value, State.TOO_EASY.value]))).one()  # type: ignore[attr-defined]
-    from playlisteval.models.runner import spent_usd  # the model stack only when the funnel is shown
+        attempts, states = counts.by_key(s, "item_attempts"), counts.by_key(s, "item_state")
+    p1, p2 = attempts.get("phase1", 0), attempts.get("phase2", 0)
+    accepted = sum(states.get(st.value, 0) for st in (State.ACCEPTED, State.SELECTED, State.TOO_EASY))
+    from playlisteval.models.budget import spent_usd  # the money read alone, not the runner (start-up)
 
     spent = spent_usd(engine)
     if not accepted:
@@ -143,7 +146,7 @@ def funnel_command(ctx: click.Context, as_json: bool, top: int) -> None:
         click.echo(json.dumps(data, ensure_ascii=False))
         return
     console.print(_table(data, per_accepted(settings)))
-    from playlisteval.glossary import legend  # what C1 … D4 check (README "Glossary")
+    from playlisteval.commands.glossary import legend  # what C1 … D4 check (README "Glossary")
 
     console.print(Text(legend(list(data["gates"])), style="dim"))
     if not any(g["seen"] or g["checker_faults"] for g in data["gates"].values()):

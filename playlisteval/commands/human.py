@@ -12,8 +12,8 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from playlisteval import exitcodes
-from playlisteval.cli_support import console, err_console, settings_of
+from playlisteval.commands import exitcodes
+from playlisteval.commands.support import console, err_console, settings_of
 
 _STUDY = click.option("--study", "study_name", default=None,
                       help="The study's name (default: [human] study, \"human\").")
@@ -162,17 +162,23 @@ def invite(ctx: click.Context, name: str, study_name: str | None, reissue: bool,
 
 @human_group.command("annotators")
 @_STUDY
+@click.option("--json", "as_json", is_flag=True, help='Print [{"annotator", "done", "open"}] as JSON.')
 @click.pass_context
-def list_annotators(ctx: click.Context, study_name: str | None) -> None:
+def list_annotators(ctx: click.Context, study_name: str | None, as_json: bool) -> None:
     """The invited annotators and their progress."""
     from playlisteval.human.annotators import annotators
     from playlisteval.human.assign import progress
 
     settings, engine, study = _study(ctx, study_name)
     table = Table("annotator", "done", "open to them", title=f"study {study.name!r}")
+    listed = []
     for who in annotators(engine, int(study.id or 0)):
         p = progress(engine, study, who, settings.human.claim_ttl_s)
         table.add_row(Text(who.name), str(p.done), str(p.remaining))
+        listed.append({"annotator": who.name, "done": p.done, "open": p.remaining})
+    if as_json:
+        click.echo(json.dumps({"study": study.name, "annotators": listed}))
+        return
     console.print(table)
 
 
@@ -195,20 +201,39 @@ def serve(ctx: click.Context, study_name: str | None, host: str | None, port: in
     if not loopback:
         err_console.print(f"[yellow]warning:[/] serving on {host}, reachable from other machines; put HTTPS in "
                           "front of it (links carry each annotator's token).")
+    _port_free(host, port)  # before the URL is printed: a URL that nothing of ours answers misleads
     console.print(f"study {study.name!r} on http://{host}:{port}/ (Ctrl-C stops)")
     run(settings, study.name, host, port)
+
+
+def _port_free(host: str, port: int) -> None:
+    """A usage error (exit 2) when ``host:port`` cannot be bound (another server holds it)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is free
+            probe.bind((host, port))
+    except OSError as exc:
+        raise click.UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc} (another server holds it?); "
+                               "pass --port N or set [human] port") from exc
 
 
 @human_group.command("export")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @_STUDY
+@click.option("--json", "as_json", is_flag=True, help='Print {"directory", "tasks", "clips", "skipped"} as JSON.')
 @click.pass_context
-def export(ctx: click.Context, directory: Path, study_name: str | None) -> None:
+def export(ctx: click.Context, directory: Path, study_name: str | None, as_json: bool) -> None:
     """Write the study for a crowd platform to DIRECTORY: tasks.csv, clips/, a ratings template, a README."""
     from playlisteval.human.crowd import export_study
 
     settings, engine, study = _study(ctx, study_name)
     report = export_study(settings, engine, study, directory)
+    if as_json:
+        click.echo(json.dumps({"study": study.name, "directory": str(directory), "tasks": report.tasks,
+                               "clips": report.clips, "skipped": report.skipped}))
+        return
     console.print(f"wrote {report.tasks} task(s) and {report.clips} clip(s) to {directory}")
     if report.skipped:
         console.print(Text(f"{report.skipped} task(s) left out: their clips are not ready (`human clips`)",
@@ -218,8 +243,9 @@ def export(ctx: click.Context, directory: Path, study_name: str | None) -> None:
 @human_group.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_STUDY
+@click.option("--json", "as_json", is_flag=True, help='Print {"study", "file", "imported"} as JSON.')
 @click.pass_context
-def import_(ctx: click.Context, file: Path, study_name: str | None) -> None:
+def import_(ctx: click.Context, file: Path, study_name: str | None, as_json: bool) -> None:
     """Read ratings from FILE.csv (columns task_id, annotator, choice, reason; choice A or B).
 
     Every row is checked first; one bad row and nothing is imported (the error names each bad line).
@@ -228,29 +254,37 @@ def import_(ctx: click.Context, file: Path, study_name: str | None) -> None:
 
     _settings, engine, study = _study(ctx, study_name)
     n = import_ratings(engine, study, file)
+    if as_json:
+        click.echo(json.dumps({"study": study.name, "file": str(file), "imported": n}))
+        return
     console.print(f"imported {n} rating(s) into study {study.name!r}")
 
 
 @human_group.command("report")
 @_STUDY
+@click.option("--ppi-judge", "ppi_judge", default=None, metavar="JUDGE",
+              help="Whose verdicts on all benchmark pairs the PPI++ interval uses: a judge's main run, or "
+                   "'intended' (the pipeline's labels). Default: the best model judge's main run.")
 @click.option("--json", "as_json", is_flag=True, help="Print every figure as JSON (rates as fractions).")
 @click.pass_context
-def report(ctx: click.Context, study_name: str | None, as_json: bool) -> None:
-    """Agreement with the intended answers and among annotators (paper Table 22), by domain and by gap.
+def report(ctx: click.Context, study_name: str | None, ppi_judge: str | None, as_json: bool) -> None:
+    """Agreement with the intended answers and among annotators (paper Table 22), by domain and by gap;
+    how often the intended answer is right, from the ratings alone and with PPI++ (issue 21).
 
     \b
     JSON keys: n_tasks, n_ratings, n_discarded, alpha, alpha_ci, agree_with_intended, unanimous,
-    majority_agrees, majority_overturns, slot_a (and their intervals, by_domain, by_gap, …).
+    majority_agrees, majority_overturns, slot_a (and their intervals, by_domain, by_gap, …), ppi (the
+    PPI++ interval, its classical (ratings-only) one, lambda, predictions used, pairs, method).
     """
-    from playlisteval.human.report_section import GROUP_HEADERS, group_rows, study_report, summary_rows
+    from playlisteval.human.report_section import GROUP_HEADERS, group_rows, ppi_rows, study_report, summary_rows
 
     settings, engine, study = _study(ctx, study_name)
-    out = study_report(settings, engine, study)
+    out = study_report(settings, engine, study, ppi_judge)
     if as_json:
         click.echo(json.dumps(out))
         return
     table = Table("statistic", "value", title=f"human study {study.name!r} of benchmark {out['benchmark']!r}")
-    for label, value in summary_rows(out):
+    for label, value in summary_rows(out) + ppi_rows(out["ppi"]):
         table.add_row(label, Text(value))
     console.print(table)
     for key in ("domain", "gap"):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from playlisteval import exitcodes
-from playlisteval.cli_support import console
+from playlisteval.commands import exitcodes
+from playlisteval.commands.support import console
 from playlisteval.config import Settings
 from playlisteval.store.tables import Segment, Video
 
@@ -81,8 +82,10 @@ def index_json(report: Any, engine: Engine, settings: Settings) -> dict[str, Any
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
         "failed": [{"path": s.path, "reason": s.reason} for s in report.failed],
         "unfinished": report.unfinished, "retried": [paths.get(v) for v in report.retried],
+        "held": [{"video_id": h.video_id, "path": h.path, "owner": h.owner, "until": round(h.until, 3)}
+                 for h in report.held],
         "warnings": report.warnings, "hints": hints(report, engine, settings),
-        "seconds": round(report.seconds, 3),
+        "seconds": round(report.seconds, 3), "changed": report.changed.as_dict(),
     }
 
 
@@ -108,6 +111,18 @@ def print_index_report(report: Any, engine: Engine, settings: Settings) -> None:
                       highlight=False)
     for video_id in report.retried:
         console.print(f"  tried again under the new settings: {paths.get(video_id)}", highlight=False)
+    changed = report.changed
+    for path in changed.reindexed:
+        console.print(f"  [yellow]changed on disk[/] {path}: indexed again; what its old content made (chunks, "
+                      "segments, seeds, items) was dropped", highlight=False)
+    for path in changed.unreadable:
+        console.print(f"  [yellow]changed on disk[/] {path}: the new file cannot be used (skipped)", highlight=False)
+    for path in changed.busy:
+        console.print(f"  [yellow]changed on disk[/] {path}: an item built on it is being worked on; the next "
+                      "`playlisteval index` re-indexes it", highlight=False)
+    if changed.finished_items:
+        console.print(f"  {changed.finished_items} finished item(s) were built on the old content and went with "
+                      "it", highlight=False)
     for skipped in report.skipped:
         console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
     for failed in report.failed:
@@ -115,6 +130,10 @@ def print_index_report(report: Any, engine: Engine, settings: Settings) -> None:
     if report.unfinished:
         console.print(f"  [yellow]not finished[/] {len(report.unfinished)} video(s) still queued or failing; "
                       "run `playlisteval index` again (or look at the workers' logs)", highlight=False)
+    for held in report.held:  # issue 25: what `index` could not take, and why
+        until = datetime.fromtimestamp(held.until).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        console.print(f"  [yellow]held[/] {held.path}: leased by {held.owner} until {until} (renewed while that "
+                      f"worker lives; taken back once it stops)", highlight=False)
     for warning in report.warnings:
         console.print(f"  [yellow]warning[/] {warning}", highlight=False)
     for hint in hints(report, engine, settings):

@@ -14,7 +14,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from playlisteval.cli_support import console, err_console, settings_of
+from playlisteval.commands.support import console, err_console, settings_of
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, PlaylistEvalError
 
@@ -33,7 +33,20 @@ _NEEDS = {
     "qwen": _Needs("openai", ("DASHSCOPE_API_KEY",)),
     "vllm": _Needs("openai", ("VLLM_API_KEY",), True),
     "hf": _Needs("transformers", (), True),
+    "llama": _Needs("llama_cpp", (), True),  # GGUF on the CPU, in-process (issue 24)
 }
+
+
+def price_text(settings: Settings, spec: str) -> str:
+    """What ``spec`` costs per [prices], in words: tokens, GPU-hours, CPU-hours; "none" when unpriced."""
+    if spec.startswith("sim/"):
+        return "notional (sim)"
+    if not settings.has_price(spec):
+        return "none in [prices]"
+    p = settings.price_for(spec)
+    parts = [f"${p.input:g}/1M in, ${p.output:g}/1M out" if p.input or p.output else "",
+             f"${p.gpu_hour:g}/GPU-hour" if p.gpu_hour else "", f"${p.cpu_hour:g}/CPU-hour" if p.cpu_hour else ""]
+    return ", ".join(x for x in parts if x) or "free (0)"
 
 
 def _sdk_ok(module: str | None) -> bool:
@@ -58,8 +71,8 @@ def _key_state(needs: _Needs) -> tuple[bool, str]:
 def _endpoint(settings: Settings, provider: str) -> str:
     p = settings.providers
     return {"gemini": p.gemini_base_url or "generativelanguage.googleapis.com", "openai": p.openai_base_url
-            or "api.openai.com", "qwen": p.qwen_base_url, "vllm": p.vllm_base_url, "hf": "local", "sim": "offline"
-            }.get(provider, "")
+            or "api.openai.com", "qwen": p.qwen_base_url, "vllm": p.vllm_base_url, "hf": "local", "sim": "offline",
+            "llama": "local CPU"}.get(provider, "")
 
 
 def _probe(settings: Settings, provider: str, model: str) -> tuple[bool, str]:
@@ -120,6 +133,9 @@ def check(ctx: click.Context, network: bool, roles: tuple[str, ...], as_json: bo
             table.add_row(*(escape(str(r[k])) for k in ("role", "model", "sdk", "key", "endpoint")),
                           style=None if r["usable"] else "red")
         console.print(table)
+        priced = {r["model"]: r["price"] for r in rows if r["provider"] != "sim"}
+        for spec, price in sorted(priced.items()):  # what each real model costs (issue 24: local ones too)
+            console.print(f"price of {spec}: {price}", soft_wrap=True, highlight=False, markup=False)
         for r in failures:  # in full, unwrapped: these lines are what the user acts on
             console.print(f"{r['role']} ({r['model']}): {r['problem']}", soft_wrap=True, highlight=False,
                           markup=False)
@@ -152,7 +168,7 @@ def _check_role(settings: Settings, role: str, spec: str, network: bool, probes:
     problem = sdk if not sdk_ok else key if not key_ok else endpoint if not reach_ok else ""
     return {"role": role, "model": spec, "provider": provider, "sdk": sdk, "sdk_ok": sdk_ok, "key": key,
             "key_ok": key_ok, "endpoint": endpoint, "reachable": reach_ok if network else None,
-            "usable": sdk_ok and key_ok and reach_ok, "problem": problem}
+            "usable": sdk_ok and key_ok and reach_ok, "problem": problem, "price": price_text(settings, spec)}
 
 
 @click.group("cost")
@@ -161,9 +177,9 @@ def cost_group() -> None:
 
 
 @cost_group.command("estimate")
-@click.option("--seeds", type=int, default=None,
+@click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="Seeds to build. Default: the seeds in the store (index first, or pass a number).")
-@click.option("--segment-minutes", type=float, default=None,
+@click.option("--segment-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Mean segment length. Default: measured from the store's seeds, else the [index] range's middle.")
 @click.option("--from-ledger/--no-from-ledger", default=True,
               help="Use mean tokens of calls already in the ledger where a role has some (default).")
@@ -176,7 +192,7 @@ def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | Non
     Offline and free: no model is called. Calls per seed include the expected repeated attempts
     ([estimate] attempts_phase1/2) and second opinions; local models are charged per GPU-hour.
     """
-    from playlisteval.models.batch_estimate import mode_costs, totals
+    from playlisteval.models.batch.estimate import mode_costs, totals
     from playlisteval.models.estimate import project_cost, store_facts
     from playlisteval.store import open_store
 
@@ -185,7 +201,9 @@ def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | Non
     stored_seeds, stored_segment_s = store_facts(engine)
     count = seeds if seeds is not None else stored_seeds
     if count <= 0:
-        raise ConfigError("no seeds in the store yet: run `playlisteval index`, or pass --seeds N")
+        from playlisteval.commands.build_hints import no_seeds_reason
+
+        raise ConfigError(f"{no_seeds_reason(settings)}; or pass --seeds N to project a build of N seeds")
     segment_s = segment_minutes * 60 if segment_minutes is not None else stored_segment_s
     projection = project_cost(settings, count, segment_s, engine if from_ledger else None)
     costs = mode_costs(settings, projection)
@@ -209,7 +227,8 @@ def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | Non
         table.add_column(column, justify="left" if column in ("role", "model") else "right")
     for c in costs:
         r = c.role
-        unpriced = not any(getattr(settings.price_for(r.spec), f) for f in ("input", "output", "thinking", "gpu_hour"))
+        unpriced = not any(getattr(settings.price_for(r.spec), f)
+                           for f in ("input", "output", "thinking", "gpu_hour", "cpu_hour"))
         usd = "no price" if unpriced else f"{r.usd_per_call:.4f}"
         table.add_row(r.role + (" *" if r.measured else ""), escape(r.spec), f"{r.calls_per_seed:.2f}",
                       f"{r.usage.input_tokens:,}", f"{r.usage.output_tokens:,}", f"{r.usage.thinking_tokens:,}",
@@ -246,7 +265,7 @@ def run_maybe_batched(settings: Settings, roles: tuple[str, ...], use_batch: boo
     """``work(runner)`` online (runner None: its own), or through batches: then the batches' report."""
     if not use_batch:
         return work(None), None
-    from playlisteval.models.batch_run import run_batched
+    from playlisteval.models.batch.run import run_batched
     from playlisteval.store import open_store
 
     result, report, waiting = run_batched(settings, open_store(settings), roles, work)
@@ -283,7 +302,8 @@ def batches_cmd(ctx: click.Context, collect: bool, wait_s: float, as_json: bool)
     crash never sends a request twice. Answers collected here land in the response cache: the next
     `eval judge --batch` or `select --batch` uses them at once.
     """
-    from playlisteval.models.batch_run import drive, open_batches
+    from playlisteval.models.batch.listing import open_batches
+    from playlisteval.models.batch.run import drive
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)

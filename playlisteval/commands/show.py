@@ -1,4 +1,4 @@
-"""`playlisteval show ITEM`: one item's whole story (see playlisteval/story.py for what it holds)."""
+"""`playlisteval show ITEM`: one item's whole story (see playlisteval/build/story.py for what it holds)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from playlisteval.cli_support import console, settings_of
+from playlisteval.commands.support import console, settings_of
+from playlisteval.commands.terminal_text import plain_all
 from playlisteval.store import open_store
 
 
@@ -70,6 +71,22 @@ def _print_story(story: dict[str, Any]) -> None:
                   f"({spend['cache_hits']} cache hit(s), {spend['errors']} error(s))")
 
 
+def _print_tool_calls(judgments: list[dict[str, Any]]) -> None:
+    """Each agentic judgment of the item's pairs: its turns, and every tool call with what it returned."""
+    for j in judgments:
+        console.rule(f"agentic judgment · run {j['run_id']} · {escape(j['judge'])} · pair {j['pair_id']}", align="left")
+        console.print(f"{j['steps']} turn(s), {j['tokens']} token(s), {j['stopped']}; verdict "
+                      f"{escape(str(j['verdict'] or '-'))} ({j['outcome']})")
+        table = Table(title_justify="left")
+        for column in ("turn", "tool", "arguments", "served", "result"):
+            table.add_column(column, overflow="fold")
+        for c in j["tool_calls"]:
+            served = f"{len(c['chunks'])} chunk(s)" + (f", {c['frames']} frame(s)" if c["frames"] else "")
+            table.add_row(str(c["step"]), c["tool"], escape(json.dumps(c["arguments"])[:120]),
+                          "error" if c["error"] else served, escape(c["result"][:120]))
+        console.print(table)
+
+
 @click.command()
 @click.argument("item", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the story as one JSON object (prompts, replies too).")
@@ -80,14 +97,18 @@ def show(ctx: click.Context, item: int, as_json: bool, prompts: bool) -> None:
     feedback the next attempt received, transitions, model calls with tokens, latency and dollars."""
     settings = settings_of(ctx)
     # the stages (and with them the model stack) only when an item is shown: `playlisteval --help` stays quick
-    from playlisteval.stages.context import prompts_dir_of
-    from playlisteval.story import item_story
+    from playlisteval.build.stages.context import prompts_dir_of
+    from playlisteval.build.story import item_story
+    from playlisteval.eval.agent_record import item_tool_calls
 
     story = item_story(open_store(settings), item, prompts_dir_of(settings))
+    story["agentic_judgments"] = item_tool_calls(open_store(settings), item)  # issue 20: the judge's tool calls
     if as_json:
         click.echo(json.dumps(story, indent=2, default=str))
     else:
+        story = plain_all(story)  # model text carries no terminal escapes to the screen (issue 25)
         _print_story(story)
+        _print_tool_calls(story["agentic_judgments"])
         if prompts:
             for c in story["calls"]:
                 console.rule(f"call {c['id']} · {c['role']} · {c['status']}", align="left")

@@ -8,8 +8,19 @@
 Where `index` kept the frames it read (playlisteval/media/kept.py), a frame moves onto a kept one in
 its chunk (SPEC G1): a retrieved chunk's frames are its indexed timestamps nearest the slice centres,
 each used once; a uniform frame is the kept frame nearest it. The judge is then shown a frame that is
-already decoded, and the recorded timestamps are the ones shown. Without kept frames the exact
-timestamps stay. Frames are always shown chronologically within a video and in playlist order across videos. The
+already decoded, and the recorded timestamps are the ones shown.
+
+A frame left without a kept frame is *cold*: decoding it at its exact timestamp costs every frame since the
+keyframe before it (half a GOP, ~4 s of 30-fps video with x264's default GOP). With ``[eval] cold_frames =
+"keyframe"`` (the default) it moves to the keyframe nearest its timestamp inside its own slot: its chunk,
+and its share of it — for uniform and oracle evidence no farther than half the spacing between
+consecutive samples, for retrieved evidence its slice of the chunk — so a frame never crosses into a
+neighbour's slot or out of its chunk, and two frames never become one. With no keyframe in the slot, or
+no readable source, the exact timestamp stays. The frame carries the moved timestamp, so what the judgment
+records as served is what is decoded. Keyframe times come from demuxing (media/keyframe_cache.py, listed
+once per file). ``"exact"`` keeps the sampled timestamps; so does a run that does not materialise frames,
+since nothing is decoded there. Frames are always shown chronologically within a video and in playlist
+order across videos. The
 transcript block has one line per served chunk in that order, ``[Video i @ m:s] text``, where i numbers
 the source videos by first appearance and m:s is where the chunk starts in its video.
 """
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -34,6 +46,7 @@ from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.search import corpus_index, index_cache_dir
 from playlisteval.index.vectors import VectorIndex, exact_search
 from playlisteval.media.kept import KeptFrames, kept_root
+from playlisteval.media.keyframe_cache import cached_keyframes
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,55 @@ def on_kept_frames(evidence: Evidence, root: Path) -> Evidence:
     return evidence
 
 
+def _kept_times(root: Path, path: str) -> list[float]:
+    try:
+        return KeptFrames(root, path).times()
+    except MediaError:  # a missing source: nothing kept
+        return []
+
+
+def _has(times: list[float], t: float, tol: float = 5e-4) -> bool:
+    i = bisect.bisect_left(times, t - tol)
+    return i < len(times) and times[i] <= t + tol
+
+
+def on_keyframes(evidence: Evidence, media_dir: Path) -> Evidence:
+    """The evidence with each cold frame (not on a kept frame) moved onto the keyframe nearest it inside
+    its slot, where there is one (module doc)."""
+    by_id = {c.chunk_id: c for c in evidence.chunks}
+    kept = {path: _kept_times(kept_root(media_dir), path) for path in {f.path for f in evidence.frames}}
+    cold = [not _has(kept[f.path], f.t) for f in evidence.frames]
+    keys = {path: cached_keyframes(media_dir, path) or []
+            for path in {f.path for f, c in zip(evidence.frames, cold, strict=True) if c}}
+    # uniform samples are one spacing apart over the corpus laid end to end (see ``uniform``)
+    spacing = evidence.corpus_seconds / len(evidence.frames) if evidence.frames else 0.0
+    per_chunk = Counter(f.chunk_id for f in evidence.frames)
+    served: dict[str, set[float]] = {}
+    for f, is_cold in zip(evidence.frames, cold, strict=True):  # a frame already shown is not shown twice
+        served.setdefault(f.path, set()).update(() if is_cold else (round(f.t, 3),))
+    out: list[Frame] = []
+    for frame, is_cold in zip(evidence.frames, cold, strict=True):
+        chunk, times = by_id[frame.chunk_id], keys.get(frame.path, [])
+        if not is_cold or not times:
+            out.append(frame)
+            continue
+        half = ((chunk.end - chunk.start) / (2 * per_chunk[frame.chunk_id]) if evidence.mode == "retrieved"
+                else spacing / 2)
+        lo, hi = max(chunk.start, frame.t - half), min(chunk.end, frame.t + half)
+        inside = [k for k in times[bisect.bisect_left(times, lo):bisect.bisect_left(times, hi)]
+                  if round(k, 3) not in served[frame.path]]
+        if not inside:
+            out.append(frame)
+            continue
+        t = min(inside, key=lambda k: (abs(k - frame.t), k))  # noqa: B023
+        served[frame.path].add(round(t, 3))
+        out.append(Frame(frame.video_id, frame.path, frame.codec, t, frame.chunk_id))
+    # slots are disjoint and ordered, but a chunk may mix kept and moved frames: time order within it
+    evidence.frames = [f for _, group in groupby(out, key=lambda f: f.chunk_id)
+                       for f in sorted(group, key=lambda f: f.t)]
+    return evidence
+
+
 def select_evidence(corpora: Corpora, retriever: Retriever | None, question: Question, mode: str,
                     scope: str, n_frames: int, per_chunk: int) -> Evidence:
     """The evidence of ``mode`` from ``scope`` for one question (oracle mode means the oracle scope)."""
@@ -226,4 +288,8 @@ def select_evidence(corpora: Corpora, retriever: Retriever | None, question: Que
         evidence = retrieved(retriever, question, videos, n_frames, per_chunk, scope)
     else:
         evidence = uniform(videos, n_frames, mode, scope)
-    return on_kept_frames(evidence, kept_root(corpora.settings.media_dir))
+    settings = corpora.settings
+    evidence = on_kept_frames(evidence, kept_root(settings.media_dir))
+    if settings.eval.cold_frames == "keyframe" and settings.eval.materialize_frames:
+        evidence = on_keyframes(evidence, settings.media_dir)
+    return evidence

@@ -31,22 +31,23 @@ from sqlmodel import col, select
 from playlisteval.actors import jobs
 from playlisteval.actors.evaluation import run_jobs
 from playlisteval.benchmark.pairs import find_benchmark, pair_texts
+from playlisteval.build.gates.citations import strip_citations
 from playlisteval.config import Settings
-from playlisteval.errors import MediaError, StateError
+from playlisteval.errors import MediaError, ModelError, StateError
 from playlisteval.eval import shortcuts
 from playlisteval.eval.corpus import Corpora, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import MODALITIES, ask, judge_input
 from playlisteval.eval.options import JudgeOptions
+from playlisteval.eval.reward import ask_reward, is_reward_judge
 from playlisteval.eval.runs import record as record_results
 from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
-from playlisteval.gates.citations import strip_citations
-from playlisteval.models.batch import Deferred
+from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
 from playlisteval.models.runner import Runner
-from playlisteval.store import open_store
+from playlisteval.store import open_store, versions
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import BenchmarkPair, JudgeError, JudgeRun, Judgment, Pair, now
 
@@ -89,6 +90,7 @@ class RunSummary:
 def _run_for(engine: Engine, benchmark_id: int, judge: str, options: JudgeOptions) -> JudgeRun:
     """The run with exactly these options, or a new one."""
     wanted = options.as_settings()
+    version = versions.version_number(engine, benchmark_id)  # the version it is made on (issue 22)
     with transaction(engine) as s:
         run = s.exec(select(JudgeRun).where(JudgeRun.benchmark_id == benchmark_id, JudgeRun.judge == judge,
                                             JudgeRun.options_hash == options.options_hash)
@@ -97,7 +99,8 @@ def _run_for(engine: Engine, benchmark_id: int, judge: str, options: JudgeOption
             return run
         run = JudgeRun(benchmark_id=benchmark_id, judge=judge, evidence=options.evidence, scope=options.scope,
                        swapped=options.swap, settings=wanted, modality=options.modality,
-                       options_hash=options.options_hash)
+                       options_hash=options.options_hash,
+                       benchmark_version=version)
         s.add(run)
         s.flush()
         return run
@@ -167,7 +170,7 @@ def _pass_context(settings: Settings, engine: Engine, pass_id: str, options: Jud
             while len(_passes) >= 4:
                 _passes.pop(next(iter(_passes)))
             retriever = (Retriever(engine, settings, options.retriever)
-                         if needs_evidence and options.evidence == "retrieved" else None)
+                         if needs_evidence and (options.evidence == "retrieved" or options.agentic) else None)
             _passes[pass_id] = (Corpora(engine, settings), retriever)
         return _passes[pass_id]
 
@@ -201,9 +204,15 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
     shortcut = shortcuts.is_shortcut(judge)
     needs_evidence = not shortcut or shortcuts.needs_transcript(judge)
     corpora, retriever = _pass_context(settings, engine, job.pass_id, options, needs_evidence)
+    toolbox = None
+    if options.agentic:  # the judge finds its own evidence (eval/agent.py): nothing is selected for it
+        if shortcut:
+            raise StateError(f"{judge} calls no model: --agentic needs a model judge")
+        needs_evidence = False
     question = load_questions(engine, [item_id])[item_id]
     generation = GenerationSettings(thinking=options.thinking or None,
-                                    media_resolution=options.media_resolution or None)
+                                    media_resolution=options.media_resolution or None,
+                                    temperature=options.temperature)  # issue 21: a sampled run's temperature
     seed = settings.project.seed
     stop = {"reason": "", "error": ""}
 
@@ -220,8 +229,21 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
     transcript, given = "", None
     failed: dict[int, tuple[str, bool]] = {}
     rows = []
+    reward = False  # a classifier reward model (SPEC G7): each answer scored on its own (eval/reward.py)
+    if not shortcut:
+        try:
+            reward = is_reward_judge(runner, judge)
+        except ModelError as exc:  # its kind cannot even be read: every pair is an error, never a 0.5
+            failed = {p: (f"{type(exc).__name__}: {exc}", False) for p in pair_ids}
+        if reward and options.agentic:
+            failed = {p: (f"{judge} is a reward model: it scores an answer, it cannot call tools (--agentic)", False)
+                      for p in pair_ids}
     try:
-        if needs_evidence and not stopped():
+        if options.agentic:
+            from playlisteval.eval.agent_tools import Toolbox
+
+            toolbox = Toolbox(settings, question, corpora.scope(question, options.scope), retriever, options.size)
+        if needs_evidence and not failed and not stopped():
             evidence = select_evidence(corpora, retriever, question, options.evidence, options.scope,
                                        options.frames, options.frames_per_chunk)
             transcript = evidence.transcript_block()
@@ -250,10 +272,19 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
                                            salt="swapped" if options.swap else "")
             outcome, call_id = VERDICT, 0
         else:
-            assert given is not None
             try:
-                reply = ask(runner, judge, ROLE, question.text, answer_a, answer_b, given, generation,
-                            purpose=PURPOSE, item_id=item_id, run_id=run_id)
+                if toolbox is not None:
+                    from playlisteval.eval.agent import ask_agentic
+
+                    reply, record = ask_agentic(runner, judge, ROLE, question.text, answer_a, answer_b, toolbox,
+                                                generation, purpose=PURPOSE, item_id=item_id, run_id=run_id,
+                                                scope=options.scope)
+                else:
+                    assert given is not None
+                    # a sample's index is its attempt: N samples are N requests, never one cached answer
+                    reply = (ask_reward if reward else ask)(runner, judge, ROLE, question.text, answer_a,
+                                                            answer_b, given, generation, purpose=PURPOSE,
+                                                            item_id=item_id, run_id=run_id, attempt=options.sample)
             except Deferred:  # `eval judge --batch`: its answer comes from a batch; the next pass judges it
                 continue
             if reply.outcome == ERROR:

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from playlisteval.build.gates.citations import strip_citations
+from playlisteval.build.stages.context import prompts_dir_of
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, ModelError, ProviderNotAvailable, QuotaExhausted
 from playlisteval.eval.evidence import Evidence
 from playlisteval.eval.media import audio_parts, image_parts
 from playlisteval.eval.modes import MODALITIES, AudioOptions, check_modality  # also imported from here
 from playlisteval.eval.verdicts import ERROR, outcome_of, parse_verdict
-from playlisteval.gates.citations import strip_citations
 from playlisteval.models.request import AudioPart, GenerationSettings, ImagePart, ModelRequest, TextPart
 from playlisteval.models.runner import Runner
 from playlisteval.prompts.render import render
-from playlisteval.stages.context import prompts_dir_of
 
 TEMPLATE = "g4_judge.j2"
 

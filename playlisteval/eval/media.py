@@ -3,7 +3,10 @@
 A frame `index` kept (playlisteval/media/kept.py; evidence moves frames onto them) is served from its
 kept JPEG: as it is when it already fits the judge's frame size, else shrunk from it; only a frame that
 is not kept, or a size bigger than the kept one, is decoded from the video. Frames are written once per
-video, size and timestamp under ``<media>/frames`` and reused by every run.
+video, size and timestamp under ``<media>/frames`` and reused by every run. A video's frames to decode
+are read in one pass in time order, given the video's keyframes (``cold_frames = "keyframe"``: the
+evidence moved cold frames onto them, and a keyframe decodes with non-key frames skipped), and the
+videos of one evidence are read in parallel (PyAV and decord decode with the GIL released).
 
 Audio (SPEC G3, MP3 by default) is either one track — the served chunks' audio in frame order, each
 followed by a pause, at a playback speed — for APIs that take one audio input, or one part per chunk ("turns").
@@ -17,6 +20,7 @@ import hashlib
 import subprocess
 import threading
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,15 +28,19 @@ from PIL import Image
 
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, MediaError
-from playlisteval.eval.evidence import Evidence
+from playlisteval.eval.evidence import Evidence, Frame
 from playlisteval.media.frames import fit_size, save_frames
 from playlisteval.media.kept import KeptFrames, kept_root
+from playlisteval.media.keyframe_cache import cached_keyframes
 from playlisteval.media.probe import probe
 from playlisteval.models.request import AudioPart, ImagePart
 
 SAMPLE_RATE = 16000
 #: container suffix → (ffmpeg encoder, muxer). MP3 encodes several times faster than ffmpeg's AAC.
 AUDIO_FORMATS = {"mp3": ("libmp3lame", "mp3"), "m4a": ("aac", "mp4"), "wav": ("pcm_s16le", "wav")}
+#: videos of one evidence decoded at once: a pair's few videos each get a thread; more would only
+#: contend with the other questions judged at once (``[eval] workers``)
+MAX_READ_THREADS = 4
 _dir_locks: dict[Path, threading.Lock] = defaultdict(threading.Lock)
 _dir_locks_guard = threading.Lock()
 
@@ -52,6 +60,7 @@ def image_parts(settings: Settings, evidence: Evidence, size: tuple[int, int]) -
     for i, frame in enumerate(evidence.frames):
         by_video[frame.video_id].append(i)
     paths: list[Path | None] = [None] * len(evidence.frames)
+    reads: list[tuple[Frame, Path, list[int]]] = []  # (the video's first frame, its folder, frames to decode)
     for video_id, indices in by_video.items():
         first = evidence.frames[indices[0]]
         out_dir = settings.media_dir / "frames" / f"video-{video_id}" / f"{size[0]}x{size[1]}"
@@ -61,14 +70,37 @@ def image_parts(settings: Settings, evidence: Evidence, size: tuple[int, int]) -
             paths[i] = _from_kept(kept, evidence.frames[i].t, out_dir, size) if kept is not None else None
             if paths[i] is None:
                 decode.append(i)
-        if not decode:
-            continue
-        indices = decode
+        if decode:
+            reads.append((first, out_dir, decode))
+
+    def read(job: tuple[Frame, Path, list[int]]) -> list[Path]:
+        first, out_dir, indices = job
+        times = [evidence.frames[i].t for i in indices]
+        keys = _keys_among(settings, first.path, times)
         with _lock_for(out_dir):
-            written = save_frames(first.path, [evidence.frames[i].t for i in indices], out_dir, first.codec, size)
-        for i, path in zip(indices, written, strict=True):
+            return save_frames(first.path, times, out_dir, first.codec, size, keyframes=keys)
+
+    if len(reads) > 1:
+        with ThreadPoolExecutor(max_workers=min(MAX_READ_THREADS, len(reads))) as pool:
+            written = list(pool.map(read, reads))  # the first video's error is raised once all have ended
+    else:
+        written = [read(job) for job in reads]
+    for (_, _, indices), files in zip(reads, written, strict=True):
+        for i, path in zip(indices, files, strict=True):
             paths[i] = path
     return [ImagePart(path=str(p), timestamp=f.t, source=f.path) for p, f in zip(paths, evidence.frames, strict=True)]
+
+
+def _keys_among(settings: Settings, video: str, times: list[float]) -> list[float] | None:
+    """The video's keyframe times when some of ``times`` are keyframes, so that the reader decodes those
+    with non-key frames skipped; else None and the exact reader of before (decord for H.264)."""
+    if settings.eval.cold_frames != "keyframe":
+        return None
+    keys = cached_keyframes(settings.media_dir, video)
+    if not keys:
+        return None
+    wanted = set(round(t, 4) for t in times)
+    return keys if any(round(k, 4) in wanted for k in keys) else None
 
 
 def _from_kept(kept: KeptFrames, t: float, out_dir: Path, size: tuple[int, int]) -> Path | None:

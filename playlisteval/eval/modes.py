@@ -22,6 +22,9 @@ MODALITIES: dict[str, tuple[bool, str | None]] = {
     "transcript": (False, "transcript"),
     "frames+audio": (True, "audio"),
     "audio": (False, "audio"),
+    # issue 21: the blind run — the question and the two answers only; its accuracy against the video
+    # run's says how much the video matters (a benchmark answerable blind tests no video understanding)
+    "none": (False, None),
 }
 
 

@@ -40,6 +40,16 @@ class JudgeOptions:
     audio_speed: float
     audio_pause_s: float
     retriever: str
+    # [G6] the agentic judge (issue 20): it finds its own evidence with tools (eval/agent.py); the budgets
+    # per pair are part of the run's identity. Recorded only when on, so older runs keep their hash
+    agentic: bool = False
+    agent_max_steps: int = 0
+    agent_max_tokens: int = 0
+    # repeated sampling (issue 21): the sampling temperature asked of the judge and which of the N samples
+    # this run is (each sample its own run, asked as its own attempt). Recorded only when a temperature is
+    # set, so every run made before them keeps its options hash
+    temperature: float | None = None
+    sample: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> JudgeOptions:
@@ -48,7 +58,8 @@ class JudgeOptions:
                    frames_per_chunk=e.frames_per_chunk, size=tuple(e.frame_size),  # type: ignore[arg-type]
                    thinking=e.thinking, media_resolution=e.media_resolution, audio_mode=e.audio_mode,
                    audio_speed=e.audio_speed, audio_pause_s=e.audio_pause_s,
-                   retriever=e.retriever or settings.index.embedder)
+                   retriever=e.retriever or settings.index.embedder,
+                   agent_max_steps=e.agent_max_steps, agent_max_tokens=e.agent_max_tokens)
         given = {k: v for k, v in overrides.items() if v is not None}
         if given.get("evidence") == "oracle" and "scope" not in given:
             given["scope"] = "oracle"
@@ -70,6 +81,10 @@ class JudgeOptions:
         if self.media_resolution not in MEDIA_RESOLUTIONS:
             known = ", ".join(m or "(default)" for m in MEDIA_RESOLUTIONS)
             raise ConfigError(f"media resolution must be one of {known}")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ConfigError(f"temperature {self.temperature:g} must be between 0 and 2")
+        if self.sample < 0 or (self.sample and self.temperature is None):
+            raise ConfigError("a sample index needs a temperature (eval judge --samples N --temperature T)")
         if self.audio_mode not in ("track", "turns"):
             raise ConfigError(f"audio mode {self.audio_mode!r}: track or turns")
         if not 0.5 <= self.audio_speed <= 4.0:
@@ -91,8 +106,17 @@ class JudgeOptions:
         if not self.uses_audio:
             for key in ("audio_mode", "audio_speed", "audio_pause_s"):
                 data.pop(key)
-        if self.evidence != "retrieved":
+        if self.evidence != "retrieved" and not self.agentic:  # the agent searches with the retriever
             data.pop("retriever")
+        if not self.agentic:
+            for key in ("agentic", "agent_max_steps", "agent_max_tokens"):
+                data.pop(key)
+        else:  # it picks its own frames: the fixed-evidence counts do not apply
+            for key in ("frames", "frames_per_chunk"):
+                data.pop(key)
+        if self.temperature is None:  # not sampled: the options (and hash) every earlier run has
+            for key in ("temperature", "sample"):
+                data.pop(key)
         return data
 
     @property

@@ -44,8 +44,11 @@ from playlisteval.eval.ranking import (
     rank_segments,
     rank_segments_many,
 )
+from playlisteval.index import modality, variants
 from playlisteval.index.embedders import Embedder, get_embedder
+from playlisteval.index.footprint import Footprint, footprint
 from playlisteval.index.pipeline import index_videos
+from playlisteval.index.search import index_cache_dir
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import (
@@ -79,6 +82,12 @@ class RetrievalSummary:
     chunks: int
     errors: int = 0  # questions that could not be ranked: errors, not misses
     error_messages: list[str] = field(default_factory=list)
+    # issue 20 (paper Table 4): single queries timed one by one; the index's bytes on disk (vectors + HNSW)
+    latency_p50_ms: float = 0.0
+    latency_p95_ms: float = 0.0
+    index_bytes: int = 0
+    variant: str = ""  # the named retriever variant ranked (index/variants.py), "" for a plain embedder
+    modality: str = ""  # what its chunk vectors read (index/modality.py)
 
 
 def _lacking(engine: Engine, embedder: Embedder, domain_id: int) -> list[int]:
@@ -120,8 +129,13 @@ def _questions(engine: Engine, settings: Settings, benchmark: str | None, all_it
 
 
 def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: str | None = None, *,
-                  all_items: bool = False, tick: Tick | None = None) -> RetrievalSummary:
+                  all_items: bool = False, tick: Tick | None = None, variant: str | None = None) -> RetrievalSummary:
+    """``variant``: a named retriever variant (`index --variant`), ranked by the embedder name it stands for."""
     engine = open_store(settings)
+    if variant is not None:
+        if embedder is not None:
+            raise ConfigError("give --variant or --embedder, not both (a variant names its embedder)")
+        embedder = variants.resolve(engine, variant).embedder
     emb = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims, settings.index)
     cfg = settings.eval
     benchmark_id, item_ids = _questions(engine, settings, benchmark, all_items)
@@ -136,9 +150,12 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
     for q in questions.values():
         by_domain[q.domain_id].append(q.item_id)
     order = [i for _, ids in sorted(by_domain.items()) for i in sorted(ids)]  # how rows are summed and listed
-    run_settings = {"top_chunks": cfg.segment_top_chunks, "segments_of": segment_embedder,
+    recipe = modality.describe(emb.name)
+    run_settings: dict[str, Any] = {"top_chunks": cfg.segment_top_chunks, "segments_of": segment_embedder,
                     "questions": "all accepted" if all_items else "benchmark",
-                    "frames_per_chunk": settings.index.frames_per_chunk}  # SPEC R4 (paper Fig. 8)
+                    "frames_per_chunk": settings.index.frames_per_chunk,  # SPEC R4 (paper Fig. 8)
+                    # issue 20: the recipe (retriever, modality, visual frames per chunk, dims) the report groups by
+                    "variant": variant or "", "recipe": recipe}
     with transaction(engine) as s:
         run = RetrievalRun(embedder=emb.name, k=cfg.retrieval_k, settings=run_settings, benchmark_id=benchmark_id,
                            dims=emb.dim)
@@ -174,11 +191,19 @@ def run_retrieval(settings: Settings, embedder: str | None = None, benchmark: st
         outcome = run_jobs(settings, "retrieve", run_id, [b[0] for b in blocks], payload,
                            payloads={b[0]: {"items": b} for b in blocks}, progress=progress)
         results = outcome.tally.results
-    return _finish(engine, emb, run_id, order, results, cfg.retrieval_k)
+    size = footprint(engine, emb.name, emb.dim, index_cache_dir(settings), settings.index.exact_search_max)
+    summary = _finish(engine, emb, run_id, order, results, cfg.retrieval_k, size)
+    summary.variant, summary.modality = variant or "", str(recipe["modality"])
+    return summary
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (linear interpolation, numpy's default); 0.0 when nothing was timed."""
+    return float(np.percentile(values, q)) if values else 0.0
 
 
 def _finish(engine: Engine, emb: Embedder, run_id: int, order: list[int], results: list[dict[str, Any]],
-            k: int) -> RetrievalSummary:
+            k: int, size: Footprint) -> RetrievalSummary:
     """The run's figures from what its blocks stored, in (domain, item) order."""
     chunks = sum({int(r["domain"]): int(r["chunks"]) for r in results if r.get("chunks")}.values())
     timed = sum(int(r.get("timed", 0)) for r in results)
@@ -189,8 +214,13 @@ def _finish(engine: Engine, emb: Embedder, run_id: int, order: list[int], result
         errors = {e.item_id: e.error for e in s.exec(select(RetrievalError).where(RetrievalError.run_id == run_id))}
         row = s.get(RetrievalRun, run_id)
         assert row is not None
-        row.chunks, row.index_bytes = chunks, chunks * emb.dim * 4
+        singles = [float(ms) for r in results for ms in r.get("latencies_ms", [])]
+        p50, p95 = percentile(singles, 50), percentile(singles, 95)
+        row.chunks, row.index_bytes = chunks, size.total
         row.latency_ms, row.finished_at = latency_ms, now()
+        row.latency_p50_ms, row.latency_p95_ms = p50, p95
+        row.settings = {**(row.settings or {}), "vector_bytes": size.vector_bytes, "hnsw_bytes": size.hnsw_bytes,
+                        "vectors": size.vectors, "latency_queries": len(singles)}
         s.add(row)
     rankings = [stored[i] for i in order if i in stored]
     failed = {i: errors[i] for i in order if i in errors}
@@ -206,4 +236,5 @@ def _finish(engine: Engine, emb: Embedder, run_id: int, order: list[int], result
         mean_segments=mean([float(r.n_segments) for r in rankings]),
         latency_ms=latency_ms, dims=emb.dim, chunks=chunks,
         errors=len(failed), error_messages=[m for m, _ in Counter(failed.values()).most_common()],
+        latency_p50_ms=p50, latency_p95_ms=p95, index_bytes=size.total,
     )

@@ -22,6 +22,7 @@ from sqlmodel import col, select
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.eval import runkey
+from playlisteval.store import protocol
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Benchmark, BenchmarkPair, JudgeError, JudgeRun, Judgment, now
 
@@ -129,7 +130,8 @@ def list_runs(settings: Settings, engine: Engine, benchmark: str | None = None,
     """Every judge run (of one benchmark, of one judge), in the order they were made."""
     from playlisteval.eval.options import default_settings  # the options module pulls in evidence code
 
-    defaults = default_settings(settings)
+    protocols = protocol.every(engine)  # main or sweep by each benchmark's stored protocol (issue 22)
+    by_benchmark: dict[int, dict[str, dict[str, Any]]] = {}
     query = select(JudgeRun, Benchmark.name).join(Benchmark, col(Benchmark.id) == col(JudgeRun.benchmark_id))
     if benchmark is not None:
         query = query.where(Benchmark.name == benchmark)
@@ -151,7 +153,10 @@ def list_runs(settings: Settings, engine: Engine, benchmark: str | None = None,
     for run, name in runs:
         run_id = int(run.id or 0)
         recorded = runkey.parse_settings(run.settings) or {}
-        varies = runkey.varies(recorded, defaults.get(run.evidence))
+        if run.benchmark_id not in by_benchmark:
+            by_benchmark[run.benchmark_id] = default_settings(
+                protocol.applied(settings, protocols.get(run.benchmark_id)))
+        varies = runkey.varies(recorded, by_benchmark[run.benchmark_id].get(run.evidence))
         key = (run.benchmark_id, run.judge, run.evidence, run.scope, run.swapped)
         main = varies == "" and key not in main_seen  # the first run with the defaults, as the views say
         if main:

@@ -40,9 +40,22 @@ class RetrievalScores:
     hit_any: float
     ndcg: float
     k: int
+    answered: int = 0  # of the n_queries, how many the run ranks anything for (the rest score 0)
 
-    def as_json(self) -> dict[str, float | int]:
-        return {"n_queries": self.n_queries, "hit_all": self.hit_all, "hit_any": self.hit_any, "ndcg": self.ndcg}
+    def as_json(self) -> dict[str, float | int | list[str]]:
+        return {"n_queries": self.n_queries, "hit_all": self.hit_all, "hit_any": self.hit_any, "ndcg": self.ndcg,
+                "answered": self.answered, "warnings": self.warnings()}
+
+    def warnings(self) -> list[str]:
+        """What makes the means misleading: a run that answers none (or only some) of the queries scores 0
+        there, which reads as a retriever that failed rather than a run file that is empty or mismatched."""
+        if self.answered == 0:
+            return [f"the run ranks nothing for any of the {self.n_queries} qrels queries (an empty run, or qids "
+                    "that do not match the qrels'): every score is 0"]
+        if self.answered < self.n_queries:
+            return [f"the run ranks nothing for {self.n_queries - self.answered} of the {self.n_queries} qrels "
+                    "queries: they score 0"]
+        return []
 
 
 def _lines(path: Path) -> list[tuple[int, list[str]]]:
@@ -127,6 +140,7 @@ def score_run(run: dict[str, list[RunEntry]], qrels: dict[str, dict[str, int]], 
         hit_any=metrics.mean_over(queries, hit_any),
         ndcg=metrics.mean_over(queries, ndcg),
         k=k,
+        answered=len(hit_all),
     )
 
 

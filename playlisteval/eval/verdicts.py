@@ -15,7 +15,8 @@ from playlisteval.eval.metrics import pair_score
 VERDICT_RE = re.compile(r"\[\[([AB])\]\]")
 
 VERDICT, NO_VERDICT, REFUSAL, ERROR = "verdict", "no_verdict", "refusal", "error"
-OUTCOMES = (VERDICT, NO_VERDICT, REFUSAL, ERROR)
+TIE = "tie"  # a reward model (SPEC G7) scored both answers the same: no verdict, counted on its own
+OUTCOMES = (VERDICT, NO_VERDICT, REFUSAL, TIE, ERROR)
 
 
 def parse_verdict(text: str | None) -> str | None:

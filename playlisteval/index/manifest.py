@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from playlisteval.errors import ConfigError
+from playlisteval.index.names import name_problem
 
 REQUIRED = ("domain", "playlist", "path")
 
@@ -63,6 +64,10 @@ def read_manifest(file: str | Path) -> list[Entry]:
         missing = [c for c in ("domain", "playlist") if not str(row.get(c) or "").strip()]
         if missing:
             raise ConfigError(f"{file}, entry {line}: missing {', '.join(missing)}")
+        for kind in ("domain", "playlist"):
+            problem = name_problem(kind, str(row[kind]).strip())
+            if problem:
+                raise ConfigError(f"{file}, entry {line}: {problem}; nothing was added")
         raw_path = str(row.get("path") or "").strip()
         url = str(row.get("url") or "").strip() or None
         if not raw_path and not url:

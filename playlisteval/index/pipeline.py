@@ -12,6 +12,8 @@ actors/tasks.py, through actors/indexing.py) and waits, reading progress from th
 
 Each video's outcome is written to the store by whoever indexed it, tagged with this run's id, so
 the report is the same whichever process did the work. A second run with nothing new sends nothing.
+First, a video whose file changed in place is put back to new, with what its old content made dropped
+(index/changes.py), so this run indexes it again.
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from playlisteval.broker import is_redis
-from playlisteval.config import IndexSettings, Settings
+from playlisteval.config import IndexSettings, Settings, is_redis
+from playlisteval.index import changes as file_changes
 from playlisteval.index import chunk_progress
 from playlisteval.index.asr import check_backends
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.collection import Skipped
 from playlisteval.index.embedders import Embedder, get_embedder
-from playlisteval.index.ocr import get_ocr
+from playlisteval.index.leases import Held
+from playlisteval.index.leases import held as held_videos
+from playlisteval.index.ocr import get_ocr, share_cores
 from playlisteval.index.search import Hit, search
 from playlisteval.index.seeds import SeedReport, build_seeds
 from playlisteval.index.segments import SegmentReport, build_segments, mark_duplicates
@@ -54,6 +58,7 @@ class IndexReport:
     skipped: list[Skipped] = field(default_factory=list)
     failed: list[Skipped] = field(default_factory=list)  # a setting to fix (the video stays new)
     unfinished: list[int] = field(default_factory=list)  # videos no worker finished while we waited
+    held: list[Held] = field(default_factory=list)  # of those, the ones another holder still leases (issue 25)
     chunks: int = 0
     transcript_sources: Counter[str] = field(default_factory=Counter)  # source → chunks
     transcript_models: Counter[str] = field(default_factory=Counter)  # ASR model → chunks
@@ -69,6 +74,7 @@ class IndexReport:
     seeds: SeedReport = field(default_factory=SeedReport)
     seconds: float = 0.0
     retried: list[int] = field(default_factory=list)  # videos skipped under other settings, tried again
+    changed: file_changes.ChangeReport = field(default_factory=file_changes.ChangeReport)  # files changed in place
 
 
 def pending_videos(engine: Engine, embedder: str) -> list[int]:
@@ -158,6 +164,8 @@ def index_videos(settings: Settings, engine: Engine, video_ids: list[int], embed
             return True
         return False
 
+    if not redis:  # this process's threads read the videos: OCR gets the cores they leave idle
+        share_cores(cfg, min(cfg.threads, total))
     try:
         dispatch(settings, engine, video_ids, embedder, run, check)
     finally:
@@ -221,12 +229,14 @@ def _collect(report: IndexReport, found: dict[int, tuple[Video, Outcome]], video
 
 
 def index_collection(settings: Settings, engine: Engine, progress: Progress | None = None, *,
-                     dispatch: Dispatch) -> IndexReport:
+                     dispatch: Dispatch, changed: list[file_changes.Changed] | None = None) -> IndexReport:
     """Index every video with work to do, then segments, duplicates and seeds; see the module doc.
-    ``dispatch``: how videos reach workers (the engine's: ``playlisteval.actors.indexing.index_collection``)."""
+    ``dispatch``: how videos reach workers (the engine's: ``playlisteval.actors.indexing.index_collection``);
+    ``changed``: the videos changed in place as the caller found them (None: found here)."""
     started = time.monotonic()
     embedder = _check_settings(settings)
     report = IndexReport()
+    report.changed = file_changes.reset(engine, file_changes.detect(engine) if changed is None else changed)
     tick: Progress = progress or (lambda stage, done, total: None)
     report.retried = retry_setting_skips(engine, settings_key(settings.index))
     todo = pending_videos(engine, embedder.name)
@@ -234,6 +244,7 @@ def index_collection(settings: Settings, engine: Engine, progress: Progress | No
     if todo:
         run = uuid.uuid4().hex
         _collect(report, index_videos(settings, engine, todo, embedder.name, run, tick, dispatch), todo)
+        report.held = held_videos(engine, report.unfinished)  # named: which, by whom, until when
     tick("segments", 0, 1)
     report.segments, new_videos = build_segments(engine, settings.index, embedder.name)
     mark_duplicates(engine, settings.index, embedder.name, new_videos, report.segments)

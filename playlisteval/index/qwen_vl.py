@@ -26,7 +26,7 @@ from PIL import Image
 
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
-from playlisteval.index.embedders import ChunkInput, normalize_rows
+from playlisteval.index.rows import ChunkInput, normalize_rows
 
 CHUNK_INSTRUCTION = "Represent the user's input."
 QUERY_INSTRUCTION = "Retrieve the video segments that show and say what the question asks about."

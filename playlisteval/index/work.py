@@ -3,8 +3,9 @@
 probe → exact chunks → transcripts (captions, embedded subtitles, else ASR) → sampled frames → OCR
 → chunk vectors → one short transaction that stores chunks, vectors, the outcome and status
 "indexed". A video is claimed with a lease first, so a duplicate or late message does nothing, and a
-video whose worker died is claimable again once the lease runs out. Decoding, OCR and embedding run
-outside any transaction.
+video whose worker died is claimable again once the lease runs out: the lease is short (``[broker] lease_s``)
+and renewed while the video is worked on (index/leases.py). Decoding, OCR and embedding run outside any
+transaction.
 
 A video without an audio track is indexed from its frames (on-screen text, a visual embedder); only
 one whose frames cannot be decoded either is skipped. A chunk with no text at all is still a chunk:
@@ -21,6 +22,7 @@ import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import structlog
@@ -32,7 +34,8 @@ from sqlmodel import Session, col, delete, select
 
 from playlisteval.config import IndexSettings, Settings
 from playlisteval.errors import ConfigError, MediaError
-from playlisteval.index import chunk_progress
+from playlisteval.index import chunk_progress, phases
+from playlisteval.index import leases as video_leases
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.ocr import FrameTextReader, get_ocr
@@ -63,6 +66,7 @@ class Outcome:
     reused: int = 0  # vectors kept (same content, same recipe)
     ocr_read: int = 0  # frames OCR'd
     ocr_reused: int = 0  # frames that matched the last one read
+    ocr_partial: int = 0  # of the frames OCR'd, those read only where they changed (issue 26)
     frames: int = 0  # frames read (decoded, or loaded from the kept frames)
     frames_kept: int = 0  # of those, loaded from the kept frames instead of decoded
     decoder: str = ""  # decord / pyav
@@ -120,13 +124,16 @@ def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name
     previous = read_outcome(video.index_report)
     if video.status == "indexed" and previous is not None and previous.run == run:
         return None  # a duplicate message of this run
-    if not claim(engine, video_id, worker, settings.index.lease_s):
+    # a short lease renewed while the video is worked on (index/leases.py): a dead holder's lapses soon
+    lease_s = settings.broker.lease_s
+    if not claim(engine, video_id, worker, lease_s):
         return None
     started = time.monotonic()
     outcome = Outcome(run=run, status="indexed", full=video.status == "new", worker=worker)
     try:
         embedder = get_embedder(embedder_name, 0, settings.index)
-        _work(settings, engine, video, embedder, outcome, worker, started)
+        with video_leases.renewed(engine, video_id, worker, lease_s):
+            _work(settings, engine, video, embedder, outcome, worker, started)
     except MediaError as exc:  # unusable file: reported and skipped (SPEC A2)
         outcome.status, outcome.reason, outcome.cause = "skipped", exc.reason, "file"
         outcome.seconds = round(time.monotonic() - started, 3)
@@ -170,14 +177,15 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
         have = {c.idx: v.content_hash for c, v in session.exec(
             select(Chunk, ChunkVector).join(ChunkVector, col(ChunkVector.chunk_id) == Chunk.id)
             .where(Chunk.video_id == video.id, ChunkVector.embedder == embedder.name))}
-    info = probe(video.path)
+    with phases.timed("probe"):
+        info = probe(video.path)
     # the transcript is made beside the frame decoding and OCR below (ASR runs in CTranslate2 or on a
     # server, outside the GIL): on two cores a video costs the longer of the two, not their sum
     asr_thread = ThreadPoolExecutor(1, thread_name_prefix="asr")
     heard: Future[Transcripts] = Future()
     if outcome.full:
         spans = chunk_spans(info.duration, cfg.chunk_s, cfg.min_last_chunk_s)
-        heard = asr_thread.submit(transcripts_for, video, info, spans, cfg)
+        heard = asr_thread.submit(_timed_transcripts, video, info, spans, cfg)
     else:
         spans = [(c.start, c.end) for c in stored]
         source, model = (stored[0].transcript_source, stored[0].transcript_model) if stored else ("", "")
@@ -189,9 +197,11 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
         # nothing else will look at the frames: make sure there are some (SPEC A2: a file with neither
         # decodable frames nor audio is skipped)
         frames_at(video.path, [sample_times(spans[:1], 1)[0][0]], info.codec, (64, 64))
-    per_chunk = min(cfg.frames_per_chunk, cfg.vl_max_frames) if needs_frames(embedder) else cfg.frames_per_chunk
+    # [A5] a visual embedder reads vl_max_frames (16) per chunk, not the OCR's frames_per_chunk (issue 20)
+    per_chunk = cfg.vl_max_frames if needs_frames(embedder) else cfg.frames_per_chunk
     # samples on keyframes where one lies in the sample's slice (cheap to decode), exact otherwise
-    keys = keyframe_times(video.path) if with_frames else []
+    with phases.timed("probe"):
+        keys = keyframe_times(video.path) if with_frames else []
     times = keyed_sample_times(spans, per_chunk, keys)
     side = max(cfg.ocr_max_side, 960 if needs_frames(embedder) else 0)
     frames = _ChunkFrames(video.path, info.codec, side, (info.width, info.height), keys,
@@ -212,10 +222,14 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
             idxs = list(range(first, min(first + window, len(spans))))
             inputs: dict[int, ChunkInput] = {}
             for i in idxs:
-                images = frames.read(times[i]) if frames is not None else []
+                images = []
+                if frames is not None:
+                    with phases.timed("decode"):
+                        images = frames.read(times[i])
                 outcome.frames += len(images)
                 if texter is not None:
-                    ocr_texts[i] = texter.chunk_text(images)
+                    with phases.timed("OCR"):
+                        ocr_texts[i] = texter.chunk_text(images)
                 if needs_frames(embedder):
                     kept[i] = images
                 chunk_progress.note(outcome.run, video.id, i + 1)  # the `index` bar moves per chunk
@@ -227,7 +241,8 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                     inputs[i] = ChunkInput(texts[i], lines, kept.pop(i, []))
             kept.clear()
             if inputs:
-                rows = embed_chunks(embedder, list(inputs.values()), cfg.ocr_weight)
+                with phases.timed("embedding"):
+                    rows = embed_chunks(embedder, list(inputs.values()), cfg.ocr_weight)
                 vectors.update(zip(inputs, rows, strict=True))
     finally:
         if frames is not None:
@@ -238,12 +253,20 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     texts = texts or _heard(heard, outcome)
     if texter is not None:
         outcome.ocr_read, outcome.ocr_reused = texter.stats.read, texter.stats.reused
+        outcome.ocr_partial = texter.stats.partial
     outcome.embedded = sum(1 for v in vectors.values() if np.any(v))
     outcome.reused = len(spans) - len(vectors)
     outcome.no_text = sum(1 for t, o in zip(texts, ocr_texts, strict=True) if not t.strip() and not o.strip())
     outcome.seconds = round(time.monotonic() - started, 3)
-    _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, heard.result().captions_path,
-            info.duration, outcome, worker)
+    with phases.timed("store"):
+        _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, heard.result().captions_path,
+                info.duration, outcome, worker)
+
+
+def _timed_transcripts(video: Video, info: Any, spans: list[tuple[float, float]], cfg: IndexSettings) -> Transcripts:
+    """``transcripts_for`` on the ASR thread, its time counted as the ASR phase (captions read included)."""
+    with phases.timed("ASR"):
+        return transcripts_for(video, info, spans, cfg)
 
 
 class _ChunkFrames:
@@ -270,6 +293,14 @@ class _ChunkFrames:
             self.reader = FrameReader(self.path, self.codec, (self.side, self.side), self.source, keyframes=self.keys)
         images = self.reader.read(times)
         self.backend = self.reader.backend
+        if self.side <= MAX_SIDE:
+            # what is read is the frames as kept, so a video decoded now and one whose frames were kept by an
+            # earlier (or killed) run make the same chunks (issue 25)
+            images = [self.kept.keep(t, image) for t, image in zip(times, images, strict=True)]
+            if self.kept.unwritable:  # a full or read-only disk costs later reuse, not this index
+                log.warning("index.frames_not_kept", folder=str(self.kept.folder), error=self.kept.unwritable)
+                self.kept.unwritable = ""
+            return images
         try:
             for t, image in zip(times, images, strict=True):
                 self.kept.save(t, image)

@@ -252,12 +252,13 @@ class FrameReader:
 
 
 def frames_at(path: str | Path, timestamps: Sequence[float], codec: str | None = None,
-              size: tuple[int, int] | None = None) -> list[Image.Image]:
-    """RGB images of the frames shown at ``timestamps`` (seconds), fitted inside ``size`` if given."""
+              size: tuple[int, int] | None = None, keyframes: Sequence[float] | None = None) -> list[Image.Image]:
+    """RGB images of the frames shown at ``timestamps`` (seconds), fitted inside ``size`` if given; read
+    in one pass in time order (keyframe timestamps cheaply when ``keyframes`` is given: FrameReader)."""
     if not timestamps:
         return []
     order = sorted(range(len(timestamps)), key=lambda i: timestamps[i])
-    with FrameReader(path, codec, size) as reader:
+    with FrameReader(path, codec, size, keyframes=keyframes) as reader:
         images = reader.read([timestamps[i] for i in order])
     out: list[Image.Image] = [images[0]] * len(timestamps)
     for image, i in zip(images, order, strict=True):
@@ -266,13 +267,15 @@ def frames_at(path: str | Path, timestamps: Sequence[float], codec: str | None =
 
 
 def save_frames(path: str | Path, timestamps: Sequence[float], out_dir: Path, codec: str | None = None,
-                size: tuple[int, int] | None = None, quality: int = 85) -> list[Path]:
-    """Write the frames as JPEG files named by timestamp; existing files are reused."""
+                size: tuple[int, int] | None = None, quality: int = 85,
+                keyframes: Sequence[float] | None = None) -> list[Path]:
+    """Write the frames as JPEG files named by timestamp; existing files are reused (``keyframes``: as
+    ``frames_at``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     targets = [out_dir / f"{t:010.3f}.jpg" for t in timestamps]
     missing = [(t, p) for t, p in zip(timestamps, targets, strict=True) if not p.is_file()]
     if missing:
-        images = frames_at(path, [t for t, _ in missing], codec, size)
+        images = frames_at(path, [t for t, _ in missing], codec, size, keyframes)
         for (_, target), image in zip(missing, images, strict=True):
             # a name of its own per writer: two threads may save the same frame at once, and the
             # atomic rename makes whichever finishes last win with a whole file

@@ -12,6 +12,7 @@ with an identical one) and never changed.
 from __future__ import annotations
 
 import bisect
+import io
 import os
 import threading
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ class KeptFrames:
 
     def __init__(self, root: Path, video_path: str | Path) -> None:
         self.folder = root / content_fingerprint(video_path)
+        self.unwritable = ""  # why the last frame could not be written, if it could not
 
     def path(self, t: float) -> Path:
         return self.folder / frame_name(t)
@@ -57,6 +59,32 @@ class KeptFrames:
         image.convert("RGB").save(tmp, "JPEG", quality=QUALITY)
         tmp.replace(target)
         return target
+
+    def keep(self, t: float, image: Image.Image) -> Image.Image:
+        """``image`` as kept: the kept file's image when the frame is kept already, else the image fitted, JPEG
+        encoded and decoded as ``save`` writes it (written too when the disk allows). Whoever reads a frame
+        first, and whichever process that was, what is made from it is the same as from ``load`` later: a
+        video re-indexed after its worker died mid-way (its frames partly kept) gets the same chunks."""
+        target = self.path(t)
+        if target.is_file():
+            with Image.open(target) as im:
+                return im.convert("RGB")
+        if max(image.size) > MAX_SIDE:
+            scale = MAX_SIDE / max(image.size)
+            image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))),
+                                 Image.Resampling.BILINEAR)
+        buffer = io.BytesIO()
+        image.convert("RGB").save(buffer, "JPEG", quality=QUALITY)
+        data = buffer.getvalue()
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f"{target.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(target)
+        except OSError as exc:  # a full or read-only disk costs later reuse, not this frame
+            self.unwritable = str(exc)[:200]
+        with Image.open(io.BytesIO(data)) as im:
+            return im.convert("RGB")
 
     def load(self, times: Sequence[float]) -> list[Image.Image] | None:
         """The kept images at ``times`` (decoded JPEGs), or None when any of them is not kept."""

@@ -29,7 +29,7 @@ from sqlmodel import col, delete, select
 
 from playlisteval.config import Settings
 from playlisteval.models import pricing
-from playlisteval.models.request import ModelRequest, TextPart, Usage
+from playlisteval.models.request import ModelRequest, TextPart, Usage, stable_dump
 from playlisteval.models.runner import fingerprint
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import ContextCache, ModelCall, now
@@ -53,7 +53,7 @@ def prefix_fingerprint(model: str, head: ModelRequest) -> str:
         if "path" in data:
             data["fingerprint"] = fingerprint(data["path"])
         parts.append(data)
-    body = {"model": model, "parts": parts, "settings": head.settings.model_dump()}
+    body = {"model": model, "parts": parts, "settings": stable_dump(head.settings)}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -12,11 +12,10 @@ import time
 from typing import Any
 
 from sqlalchemy import Table, and_, bindparam, case, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from playlisteval.models.request import Usage
-from playlisteval.store.tables import KeyValue, ModelCall, ModelPrompt, ResponseCache, now
+from playlisteval.store.tables import ModelCall, ModelPrompt, ResponseCache, now
 
 #: a ledger row's columns with the defaults the ORM model would give them (no SQL defaults exist)
 _LEDGER_DEFAULTS: dict[str, Any] = {
@@ -27,11 +26,9 @@ _LEDGER_DEFAULTS: dict[str, Any] = {
 _CALL: Table = ModelCall.__table__  # type: ignore[attr-defined]
 _CACHE: Table = ResponseCache.__table__  # type: ignore[attr-defined]
 _PROMPT: Table = ModelPrompt.__table__  # type: ignore[attr-defined]
-_KV: Table = KeyValue.__table__  # type: ignore[attr-defined]
 _ADD_CALL = insert(_CALL).returning(_CALL.c.id)
 _CACHED = select(_CACHE.c.response).where(_CACHE.c.request_hash == bindparam("key"))
 _IS_CACHED = select(_CACHE.c.request_hash).where(_CACHE.c.request_hash == bindparam("key"))
-_KV_VALUE = select(_KV.c.value).where(_KV.c.key == bindparam("key"))
 _USD = select(_CALL.c.usd).where(_CALL.c.id == bindparam("call_id"))
 _INTERRUPT = update(_CALL).where(_CALL.c.request_hash == bindparam("key"), _CALL.c.status == "in_flight") \
     .values(status="interrupted", finished_at=bindparam("at"))
@@ -94,11 +91,6 @@ def is_cached(s: Any, key: str) -> bool:
     return _conn(s).execute(_IS_CACHED, {"key": key}).first() is not None
 
 
-def kv(s: Any, key: str) -> str | None:
-    value = _conn(s).execute(_KV_VALUE, {"key": key}).scalar()
-    return None if value is None else str(value)
-
-
 def _insert_new(s: Any, table: Table, values: dict[str, Any]) -> None:
     """INSERT … ON CONFLICT DO NOTHING on the primary key: a row another worker wrote first is kept."""
     conn = _conn(s)
@@ -106,6 +98,10 @@ def _insert_new(s: Any, table: Table, values: dict[str, Any]) -> None:
     stmt = _INSERT_NEW.get((dialect, table.name))
     if stmt is None:
         key = [c.name for c in table.primary_key.columns]
+        # the dialects' insert forms load on a first write: a command that only reads (status) needs
+        # neither, and PostgreSQL's dialect alone costs ~17 ms to import (issue 26)
+        from sqlalchemy.dialects import postgresql, sqlite
+
         if dialect == "postgresql":
             stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=key)
         elif dialect == "sqlite":

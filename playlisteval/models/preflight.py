@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, ProviderNotAvailable
-from playlisteval.models.registry import provider_class, split_spec
+from playlisteval.models.registry import extra_for, provider_class, split_spec
 from playlisteval.models.simulated import SIM, sim_outside_world
 
 #: the roles a build calls (SPEC B–D); the difficulty gate's (F2); H (evidence clips) is the human study's
@@ -30,7 +30,7 @@ BUILD_ROLES = ("B", "C2_transcript_answer", "C2_transcript_verify", "C2_parametr
 SELECT_ROLES = ("F_first", "F_second")
 JUDGE_ROLE = "G"
 #: SDKs a provider imports only when it first runs a model (its module imports without them)
-_LAZY_SDKS: dict[str, tuple[str, ...]] = {"hf": ("transformers", "torch")}
+_LAZY_SDKS: dict[str, tuple[str, ...]] = {"hf": ("transformers", "torch"), "llama": ("llama_cpp",)}
 
 Use = tuple[str, str]  # (role, "provider/model")
 
@@ -46,7 +46,8 @@ def _sdk_problem(provider: str) -> str | None:
         return str(exc)
     for module in _LAZY_SDKS.get(provider, ()):
         if importlib.util.find_spec(module) is None:
-            return f"provider {provider!r} needs {module}, which is not installed (pip install 'playlisteval[gpu]')"
+            extra = extra_for(provider) or "gpu"
+            return f"provider {provider!r} needs {module}, which is not installed (pip install 'playlisteval[{extra}]')"
     return None
 
 

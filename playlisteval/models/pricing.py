@@ -39,7 +39,8 @@ def token_usd(price: Price, usage: Usage, *, batch: bool = False) -> float:
 
 
 def usd(price: Price, usage: Usage, *, batch: bool = False) -> float:
-    return token_usd(price, usage, batch=batch) + usage.gpu_seconds / 3600.0 * price.gpu_hour
+    return (token_usd(price, usage, batch=batch) + usage.gpu_seconds / 3600.0 * price.gpu_hour
+            + usage.cpu_seconds / 3600.0 * price.cpu_hour)
 
 
 def storage_usd(price: Price, tokens: int, seconds: float) -> float:
@@ -63,4 +64,6 @@ def estimate_usage(request: ModelRequest) -> Usage:
             tokens += TOKENS_PER_FRAME
         else:
             tokens += 500
-    return Usage(input_tokens=tokens, output_tokens=ESTIMATED_OUTPUT_TOKENS, gpu_seconds=5.0)
+    # cpu_seconds: a text call on a CPU model (llama) reads ~40 and writes ~12 tokens a second on one core
+    return Usage(input_tokens=tokens, output_tokens=ESTIMATED_OUTPUT_TOKENS, gpu_seconds=5.0,
+                 cpu_seconds=tokens / 40 + ESTIMATED_OUTPUT_TOKENS / 12)

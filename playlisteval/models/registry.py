@@ -11,12 +11,13 @@ from playlisteval.models.base import Provider
 
 # name → (module, class, pip extra that brings its SDK)
 _KNOWN: dict[str, tuple[str, str, str | None]] = {
-    "sim": ("playlisteval.models.sim", "SimProvider", None),
-    "gemini": ("playlisteval.models.gemini", "GeminiProvider", "api"),
-    "openai": ("playlisteval.models.openai_compat", "OpenAIProvider", "api"),
-    "qwen": ("playlisteval.models.openai_compat", "QwenProvider", "api"),
-    "vllm": ("playlisteval.models.openai_compat", "VLLMProvider", "api"),
-    "hf": ("playlisteval.models.hf", "HFProvider", "gpu"),
+    "sim": ("playlisteval.world.sim.provider", "SimProvider", None),
+    "gemini": ("playlisteval.models.providers.gemini", "GeminiProvider", "api"),
+    "openai": ("playlisteval.models.providers.openai_compat", "OpenAIProvider", "api"),
+    "qwen": ("playlisteval.models.providers.openai_compat", "QwenProvider", "api"),
+    "vllm": ("playlisteval.models.providers.openai_compat", "VLLMProvider", "api"),
+    "hf": ("playlisteval.models.providers.hf", "HFProvider", "gpu"),
+    "llama": ("playlisteval.models.providers.llama", "LlamaProvider", "llm"),  # GGUF on the CPU (issue 24)
 }
 
 

@@ -40,7 +40,44 @@ class AudioPart(BaseModel):
     end: float | None = None
 
 
-Part = Annotated[TextPart | VideoPart | ImagePart | AudioPart, Field(discriminator="kind")]
+class ToolCall(BaseModel):
+    """One function call a model asked for (issue 20: the agentic judge). ``id`` is the provider's own
+    (OpenAI's ``call_…``), or one we make where the wire has none (Gemini), so a result can name it."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    signature: str | None = None  # Gemini's thought signature (base64): sent back with the call, as it requires
+
+
+class ToolCallsPart(BaseModel):
+    """The model's earlier turn in a tool-using conversation: what it said and the calls it made. The
+    parts before it are the user's turn; the tool results after it answer its calls."""
+
+    kind: Literal["tool_calls"] = "tool_calls"
+    text: str = ""
+    calls: list[ToolCall]
+
+
+class ToolResultPart(BaseModel):
+    """The result of one tool call, as text. Frames a tool fetched follow it as image parts."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    content: str
+
+
+Part = Annotated[TextPart | VideoPart | ImagePart | AudioPart | ToolCallsPart | ToolResultPart,
+                 Field(discriminator="kind")]
+
+
+class ToolSpec(BaseModel):
+    """A function the model may call: a name, what it is for, and its arguments as a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
 
 
 class GenerationSettings(BaseModel):
@@ -49,6 +86,30 @@ class GenerationSettings(BaseModel):
     max_output_tokens: int | None = None
     temperature: float | None = None  # only when the user sets it
     top_p: float | None = None
+    # issue 20 (Table 9): a thinking token budget (Gemini 2.5, Qwen); a pixel budget per frame for the models
+    # that take frames as images (vLLM, hf, Qwen; Table 18). Left out of hashes while unset (``stable_dump``)
+    thinking_budget: int | None = None
+    max_pixels: int | None = None
+
+
+#: fields added after answers were first cached: a hash leaves them out while they hold their default, so
+#: every request made before them keeps its cache key (and the sim its draws)
+LATER_FIELDS: dict[str, tuple[str, ...]] = {
+    "GenerationSettings": ("thinking_budget", "max_pixels"),
+    "ModelRequest": ("tools", "tool_choice"),
+}
+
+
+def stable_dump(model: BaseModel, **kwargs: Any) -> dict[str, Any]:
+    """``model_dump`` without the later fields that are still at their default (see ``LATER_FIELDS``)."""
+    data = model.model_dump(**kwargs)
+    for name in LATER_FIELDS.get(type(model).__name__, ()):
+        default = type(model).model_fields[name].get_default(call_default_factory=True)
+        if name in data and data[name] == default:
+            data.pop(name)
+    if isinstance(data.get("settings"), dict) and isinstance(getattr(model, "settings", None), BaseModel):
+        data["settings"] = stable_dump(model.settings, **kwargs)  # type: ignore[attr-defined]
+    return data
 
 
 class ModelRequest(BaseModel):
@@ -63,6 +124,8 @@ class ModelRequest(BaseModel):
     item_id: int | None = None
     purpose: str = "build"
     run_id: int | None = None  # the judge run an eval call belongs to (ledger only; not part of the hash)
+    tools: list[ToolSpec] = Field(default_factory=list)  # functions the model may call (agentic judge)
+    tool_choice: Literal["auto", "none"] = "auto"  # "none": the tools stay declared, no call allowed
 
     def text(self) -> str:
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
@@ -74,6 +137,7 @@ class Usage(BaseModel):
     output_tokens: int = 0
     thinking_tokens: int = 0
     gpu_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # core-seconds of a model run on the CPU (llama), priced per [prices] cpu_hour
 
 
 class ProviderReply(BaseModel):
@@ -83,6 +147,7 @@ class ProviderReply(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str = "stop"
     raw: dict[str, Any] = Field(default_factory=dict)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
 
 
 class ModelResponse(BaseModel):
@@ -96,3 +161,4 @@ class ModelResponse(BaseModel):
     cached: bool = False
     call_id: int | None = None  # the ledger row
     usd: float = 0.0
+    tool_calls: list[ToolCall] = Field(default_factory=list)  # cached with the answer: a replay calls the same

@@ -21,7 +21,6 @@ import re
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,21 @@ from sqlmodel import col, select
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, InfrastructureError, PermanentModelError, TransientModelError
 from playlisteval.models import ledger, pricing
+from playlisteval.models.budget import Spend, budget_usd
+from playlisteval.models.failstreak import STREAK
 from playlisteval.models.ratelimit import RateLimits
 from playlisteval.models.registry import Registry, split_spec
-from playlisteval.models.request import ModelRequest, ModelResponse, ProviderReply, TextPart, Usage, VideoPart
+from playlisteval.models.request import (
+    ModelRequest,
+    ModelResponse,
+    ProviderReply,
+    TextPart,
+    ToolCallsPart,
+    ToolResultPart,
+    Usage,
+    VideoPart,
+    stable_dump,
+)
 from playlisteval.prompts.schemas import SCHEMAS
 from playlisteval.store import spend_totals
 from playlisteval.store.engine import read
@@ -44,32 +55,10 @@ from playlisteval.store.tables import ModelCall, now
 
 log = structlog.get_logger(__name__)
 
-BUDGET_KEY = "budget_usd"
-PAUSED_KEY = "paused"
 _BUDGET_LOCK = 0x706C6576  # the advisory lock that serializes budget reservations on PostgreSQL
 _REQUEST_LOCKS = 0x7065  # the class of the per-request advisory locks (two-key form: its own key space)
 _PAID_DONE = ("ok", "malformed", "error")
 _PAID_OPEN = ("in_flight", "interrupted")
-
-
-@dataclass(frozen=True)
-class Spend:
-    """Money of one purpose. ``paid``: what finished calls cost (a call marked interrupted that finished
-    after all included, at its cost); ``reserved``: open reservations, the calls in flight now at their
-    estimate; ``interrupted``: calls cut short (their worker died) whose cost is unknown, at their estimate.
-    Shown: paid + reserved. The budget counts all three: a provider may have billed a cut-short call."""
-
-    paid: float = 0.0
-    reserved: float = 0.0
-    interrupted: float = 0.0
-
-    @property
-    def shown(self) -> float:
-        return self.paid + self.reserved
-
-    @property
-    def committed(self) -> float:
-        return self.paid + self.reserved + self.interrupted
 
 
 def fingerprint(path: str) -> str:
@@ -93,10 +82,13 @@ def request_hash(spec: str, request: ModelRequest) -> str:
         "role": request.role,
         "parts": parts,
         "schema": request.response_schema,
-        "settings": request.settings.model_dump(),
+        "settings": stable_dump(request.settings),  # a setting added later counts only once it is set
         "template_hash": request.template_hash,
         "attempt": request.attempt,
     }
+    if request.tools:  # the agentic judge: what it may call is part of what it was asked
+        body["tools"] = [t.model_dump() for t in request.tools]
+        body["tool_choice"] = request.tool_choice
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -135,16 +127,6 @@ def _spent(session: Any, purpose: str, exclude_hash: str | None = None) -> float
     return spend_totals.committed(session, purpose, exclude_hash)
 
 
-def spent_usd(engine: Engine, purpose: str = "build") -> float:
-    with read(engine) as s:
-        return _spent(s, purpose)
-
-
-def spend(engine: Engine, purpose: str = "build") -> Spend:
-    with read(engine) as s:
-        return spend_of(s, purpose)
-
-
 class Runner:
     #: set by models/batch.py (``Collector.defer``): called on a cache miss with whether a ``validate`` check
     #: follows; raises ``Deferred`` while the request waits for a batch, returns when it is to be asked
@@ -176,6 +158,7 @@ class Runner:
         and returns a problem or None: a reply with a problem is repaired and re-asked like malformed JSON."""
         spec = model or self.settings.model_for(request.role)
         provider_name, model_name = split_spec(spec)
+        request = with_role_generation(self.settings, request)  # [models] per-role settings, in the hash too
         key = request_hash(spec, request)
         try:
             provider = self.registry.get(provider_name)
@@ -213,7 +196,7 @@ class Runner:
             replay = self._cached(try_key, spec, request) if try_key in tried else None
             if replay is not None:
                 reply = ProviderReply(text=replay.text, usage=replay.usage, finish_reason=replay.finish_reason,
-                                      raw=replay.raw)
+                                      raw=replay.raw, tool_calls=replay.tool_calls)
                 call_id, cost, started = int(replay.call_id or 0), 0.0, time.monotonic()
             else:
                 if self.defer is not None and malformed_tries:  # a repair goes by batch too, as its own try
@@ -235,6 +218,7 @@ class Runner:
                                                   self.settings.runner.timeout_s)
                 except TransientModelError as exc:
                     self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
+                    STREAK.failed(provider_name, exc, self.settings.runner.stop_after_same_failures)
                     transient_tries += 1
                     if transient_tries >= self.settings.runner.max_attempts:
                         raise
@@ -242,6 +226,8 @@ class Runner:
                     continue
                 except (PermanentModelError, BudgetExceeded) as exc:  # BudgetExceeded: a provider's QuotaExhausted
                     self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
+                    if isinstance(exc, PermanentModelError):
+                        STREAK.failed(provider_name, exc, self.settings.runner.stop_after_same_failures)
                     raise
                 except InfrastructureError as exc:  # Redis failed before the request was sent: no model error
                     self._finish(call_id, "error", Usage(), 0.0, started, error=f"not sent: {exc}")
@@ -250,6 +236,7 @@ class Runner:
                     self._finish(call_id, "error", Usage(), 0.0, started, error=f"{type(exc).__name__}: {exc}")
                     raise PermanentModelError(f"{spec}: {type(exc).__name__}: {exc}") from exc
                 cost = pricing.usd(price, reply.usage)
+                STREAK.ok(provider_name)
             total = _add(total, reply.usage)
             parsed, problem = self._parse(reply, schema)
             if problem is None and validate is not None and parsed is not None:
@@ -375,6 +362,7 @@ class Runner:
         response = ModelResponse(
             text=reply.text, parsed=parsed, usage=usage, finish_reason=reply.finish_reason, raw=reply.raw,
             malformed=malformed_reason is not None, malformed_reason=malformed_reason, call_id=call_id,
+            tool_calls=reply.tool_calls,
         )
         provider, model = split_spec(spec)
         with self.engine.begin() as s:
@@ -413,26 +401,28 @@ def prompt_text(request: ModelRequest) -> str:
             lines.append(part.text)
         elif isinstance(part, VideoPart):
             lines.append(f"[video {Path(part.path).name} {part.start:.0f}-{part.end:.0f} s at {part.fps} fps]")
+        elif isinstance(part, ToolCallsPart):
+            calls = "; ".join(f"{c.name}({json.dumps(c.arguments, sort_keys=True)})" for c in part.calls)
+            lines.append(f"[model turn] {part.text}\n[tool calls] {calls}".strip())
+        elif isinstance(part, ToolResultPart):
+            lines.append(f"[tool result {part.name}] {part.content}")
         else:
             lines.append(f"[{part.kind} {Path(part.path).name}]")
     return "\n".join(lines)
 
 
-def budget_usd(session: Any, settings: Settings, purpose: str = "build") -> float:
-    """The budget of ``purpose`` (0 = none). The build's: `build --budget` (kept in the store so every
-    worker sees it), else [build] budget_usd; select's and eval's run in one process: [select] / [eval]
-    budget_usd, which their --budget sets; the human study's: [human] budget_usd. Anything else (index) has
-    none."""
-    if purpose == "build":
-        value = ledger.kv(session, BUDGET_KEY)
-        return float(value) if value is not None else float(settings.build.budget_usd)
-    if purpose == "select":
-        return float(settings.select.budget_usd)
-    if purpose == "eval":
-        return float(settings.eval.budget_usd)
-    if purpose == "human":  # the human study's evidence grounding (role H)
-        return float(settings.human.budget_usd)
-    return 0.0
+def with_role_generation(settings: Settings, request: ModelRequest) -> ModelRequest:
+    """The request with its role's ``[models]`` generation settings (issue 20, Table 9) filled in where the
+    request itself left them unset: a caller's explicit setting (an `eval judge --thinking` sweep) wins.
+    They are part of the request, hence of its hash: a changed temperature is a new call, not a replay."""
+    role = settings.generation.get(request.role)
+    if role is None:
+        return request
+    given = request.settings.model_dump()
+    filled = {k: v for k, v in role.model_dump().items() if v not in (None, "") and given.get(k) is None}
+    if not filled:
+        return request
+    return request.model_copy(update={"settings": request.settings.model_copy(update=filled)})
 
 
 def _add(a: Usage, b: Usage) -> Usage:
@@ -442,6 +432,7 @@ def _add(a: Usage, b: Usage) -> Usage:
         output_tokens=a.output_tokens + b.output_tokens,
         thinking_tokens=a.thinking_tokens + b.thinking_tokens,
         gpu_seconds=a.gpu_seconds + b.gpu_seconds,
+        cpu_seconds=a.cpu_seconds + b.cpu_seconds,
     )
 
 

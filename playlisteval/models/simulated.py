@@ -15,16 +15,23 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.store import counts
 from playlisteval.store.engine import transaction
-from playlisteval.store.tables import JudgeRun, ModelCall, Video
-from playlisteval.synth.world import world_path
+from playlisteval.store.tables import JudgeRun, Video
 
 SIM = "sim"
+#: a synthetic video's facts sit beside it as <stem>.world.json (`synth` writes them, the sim reads them)
+WORLD_SUFFIX = ".world.json"
 LABEL = "simulated"
 #: one line for a card or a report: what "simulated" means for the numbers beside it
 NOTE = ("SIMULATED: made by the offline `sim` provider on synthetic playlists; these numbers test the "
         "machinery and say nothing about any real model.")
 _USABLE = ("new", "indexed")  # skipped, duplicate and failed videos are never used
+
+
+def world_path(video_path: str | Path) -> Path:
+    path = Path(video_path)
+    return path.with_name(path.stem + WORLD_SUFFIX)
 
 
 def uses_sim(spec: str) -> bool:
@@ -53,11 +60,9 @@ def sim_outside_world(engine: Engine, uses: Iterable[tuple[str, str]], fix: str 
 
 def simulated_models(engine: Engine, purpose: str | None = None) -> list[str]:
     """The sim models ("sim/…") whose calls or judge runs are in the store, for ``purpose`` or any."""
-    with transaction(engine) as s:
-        query = select(ModelCall.model).where(ModelCall.provider == SIM).distinct()
-        if purpose is not None:
-            query = query.where(ModelCall.purpose == purpose)
-        found = {f"{SIM}/{m}" for m in s.exec(query).all()}
+    with transaction(engine) as s:  # "purpose model" of the sim's calls, counted by triggers (store/counts.py)
+        found = {f"{SIM}/{model}" for key in counts.by_key(s, "sim_model")
+                 for used_for, _, model in [key.partition(" ")] if purpose is None or used_for == purpose}
         if purpose in (None, "eval"):
             found |= {j for j in s.exec(select(JudgeRun.judge).distinct()).all() if uses_sim(j)}
     return sorted(found)

@@ -15,7 +15,7 @@ from typing import Any
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined, Template
 
-from playlisteval.citations import strip_citations
+from playlisteval.prompts.citations import strip_citations
 
 _DIGEST = "_playlisteval_digest"  # set on each compiled template: the sha256 of the very source it came from
 

@@ -92,11 +92,28 @@ class AttributeDegradation(_Strict):
     degradation_by_elements: list[ElementDegradation]
 
 
+class AttributeKept(_Strict):
+    """An attribute the wrong answer keeps as strong as the gold, with the elements that keep it so
+    (paper G.2.6 constant_attributes; issue 20: the full causal record, not the names alone)."""
+
+    attribute_name: str
+    stability_by_elements: list[ElementQuality] = Field(
+        description="the elements carried over unchanged from the gold, and why they keep the attribute stable")
+
+
+class AttributeUpgraded(_Strict):
+    """An attribute the wrong answer makes better than the gold (if any), with the elements that do."""
+
+    attribute_name: str
+    improvement_by_elements: list[ElementQuality] = Field(
+        description="the elements that improve on the gold, and their direct causal impact")
+
+
 class DegradedAnswer(_Strict):
     response: str
     attribute_degradations: list[AttributeDegradation]
-    constant_attributes: list[str]
-    upgraded_attributes: list[str]
+    constant_attributes: list[AttributeKept]
+    upgraded_attributes: list[AttributeUpgraded]
 
 
 class DistractorGeneration(_Strict):

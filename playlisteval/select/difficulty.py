@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
@@ -34,12 +35,14 @@ from playlisteval.eval.corpus import Corpora, check_scope, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import AudioOptions, JudgeInput, ask, judge_input
 from playlisteval.eval.verdicts import ERROR, VERDICT
-from playlisteval.models.batch import Deferred
+from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.models.request import GenerationSettings
 from playlisteval.models.runner import Runner
+from playlisteval.select import gate_key
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Pair
 
+log = structlog.get_logger(__name__)
 ROLES = ("F_first", "F_second")
 PURPOSE = "select"
 Tick = Callable[[int], None]
@@ -53,17 +56,41 @@ class GateReport:
     errors: int = 0  # weak-judge faults left by this pass: calls that failed or replies without a verdict
     undecided: int = 0  # pairs of the gated questions still without a decision (a fault): select again
     stopped: str = ""  # budget / quota / unavailable: why the pass stopped asking
+    rejudged: int = 0  # decided pairs judged again: a weak judge changed since (gate_key.py)
+    changed: list[str] = field(default_factory=list)  # the roles whose judge changed, with what it was
     messages: list[str] = field(default_factory=list)  # the distinct faults, most frequent first
 
 
-def pending_pairs(engine: Engine, item_ids: list[int]) -> dict[int, list[int]]:
-    """Item → its pairs that have no difficulty verdict yet."""
-    out: dict[int, list[int]] = defaultdict(list)
+def pending_pairs(engine: Engine, item_ids: list[int], settings: Settings | None = None) -> dict[int, list[int]]:
+    """Item → its pairs that have no difficulty verdict yet; with ``settings``, also those decided on a
+    weak judge's verdict that the judge configured now did not give (gate_key.py): judged again."""
+    return {item: [p for p, _ in pairs] for item, pairs in _pending(engine, item_ids, settings).items()}
+
+
+def _pending(engine: Engine, item_ids: list[int], settings: Settings | None) -> dict[int, list[tuple[int, str]]]:
+    """Item → (pair, why) for each pair to judge: why is "" (never decided) or the stale verdict's role
+    and what its judge was."""
+    out: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    keys = {role: (gate_key.judge_key(settings, role), settings.model_for(role)) for role in ROLES} if settings else {}
+    wanted = sorted(set(item_ids))
+    rows: list[Any] = []
     with transaction(engine) as s:
-        rows = s.exec(select(Pair.id, Pair.item_id).where(col(Pair.item_id).in_(item_ids),
-                                                         col(Pair.kept).is_(None)).order_by(col(Pair.id))).all()
-    for pair_id, item_id in rows:
-        out[int(item_id)].append(int(pair_id or 0))
+        for start in range(0, len(wanted), 500):  # bounded IN lists: 100k items are over SQLite's limit
+            query = select(Pair.id, Pair.item_id, Pair.kept, Pair.difficulty).where(
+                col(Pair.item_id).in_(wanted[start:start + 500]))
+            if not keys:
+                query = query.where(col(Pair.kept).is_(None))
+            rows += s.exec(query).all()
+    rows.sort(key=lambda r: int(r[0] or 0))  # in pair id order, as one ORDER BY gave them
+    for pair_id, item_id, kept, record in rows:
+        if kept is None:
+            out[int(item_id)].append((int(pair_id or 0), ""))
+            continue
+        stale = [role for role in ROLES if not gate_key.current(record, role, *keys[role])]
+        if stale:
+            was = (record or {}).get(stale[0]) or {}
+            out[int(item_id)].append((int(pair_id or 0), f"{stale[0]} (was {was.get('model', '?')}, "
+                                                         f"key {was.get(gate_key.KEY, 'not recorded')})"))
     return dict(out)
 
 
@@ -71,10 +98,15 @@ def run_gate(settings: Settings, engine: Engine, item_ids: list[int], runner: Ru
              tick: Tick | None = None, *, wait: bool = True) -> GateReport:
     """Judge every pending pair of ``item_ids`` with both weak judges; store verdicts and ``kept``.
     ``wait=False`` (Redis): send the questions to the workers and return at once, nothing decided yet."""
-    todo = pending_pairs(engine, item_ids)
+    todo = _pending(engine, item_ids, settings)
     report = GateReport()
     if not todo:
         return report
+    changed = Counter(why for pairs in todo.values() for _, why in pairs if why)
+    report.rejudged = sum(changed.values())
+    report.changed = [f"{why}: {n} pair(s) judged again" for why, n in changed.most_common()]
+    if changed:
+        log.info("difficulty.judges_changed", changed=report.changed)
     check_scope(settings, settings.select.difficulty_scope)
     seen = [0]
 
@@ -93,7 +125,7 @@ def run_gate(settings: Settings, engine: Engine, item_ids: list[int], runner: Ru
         report.dropped += int(result.get("dropped", 0))
         report.errors += int(result.get("errors", 0))
         faults.update({str(m): int(n) for m, n in dict(result.get("faults", {})).items()})
-    report.undecided = sum(len(v) for v in pending_pairs(engine, item_ids).values())
+    report.undecided = sum(len(v) for v in pending_pairs(engine, item_ids, settings).values())
     report.stopped = out.stopped[0]
     report.messages = [m for m, _ in faults.most_common()]
     return report
@@ -118,13 +150,14 @@ def gate_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job) 
     """One question of the gate (the ``gate_question`` actor's work): its pending pairs judged by both
     weak judges, verdicts and ``kept`` written in one transaction; returns the question's counts."""
     item_id = job.item_id
-    pair_ids = pending_pairs(engine, [item_id]).get(item_id, [])
+    pair_ids = pending_pairs(engine, [item_id], settings).get(item_id, [])
     if not pair_ids:
         return {"decided": 0}
     cfg = settings.select
     corpora, retriever = _pass_context(settings, engine, job.pass_id)
     question = load_questions(engine, [item_id])[item_id]
     models = {role: settings.model_for(role) for role in ROLES}
+    keys = {role: gate_key.judge_key(settings, role) for role in ROLES}  # the judge each verdict is by
     with transaction(engine) as s:  # what an earlier pass left: the usable verdicts are kept
         earlier = {int(p or 0): dict(d) for p, d in s.exec(
             select(Pair.id, Pair.difficulty).where(col(Pair.id).in_(pair_ids))).all() if d}
@@ -141,8 +174,8 @@ def gate_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job) 
                    before: dict[str, Any] | None) -> dict[str, Any]:
         """One weak judge's result for one pair, asked now (``before``: its fault in an earlier pass)."""
         asked = int(before.get("asks", 0)) if before and before.get("model") == models[role] else 0
-        result: dict[str, Any] = {"model": models[role], "verdict": None, "outcome": ERROR, "correct": False,
-                                  "call_id": 0, "asks": asked}
+        result: dict[str, Any] = {"model": models[role], gate_key.KEY: keys[role], "verdict": None,
+                                  "outcome": ERROR, "correct": False, "call_id": 0, "asks": asked}
         for _ in range(retries + 1):
             if stopped():
                 result["fault"] = f"not asked: an earlier call failed with {stop['error']}"
@@ -179,7 +212,8 @@ def gate_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job) 
         waiting = False
         for role in ROLES:
             prior = before.get(role)
-            if prior and prior.get("outcome") == VERDICT and prior.get("model") == models[role]:
+            if prior and prior.get("outcome") == VERDICT and gate_key.current(before, role, keys[role],
+                                                                              models[role]):
                 record[role] = prior
                 continue
             if given is None and not stopped():
@@ -191,7 +225,8 @@ def gate_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job) 
                                     AudioOptions(settings.eval.audio_mode, settings.eval.audio_speed,
                                                  settings.eval.audio_pause_s))
             if given is None:  # stopped before this question's evidence was made
-                record[role] = {"model": models[role], "verdict": None, "outcome": ERROR, "correct": False,
+                record[role] = {"model": models[role], gate_key.KEY: keys[role], "verdict": None,
+                                "outcome": ERROR, "correct": False,
                                 "call_id": 0, "asks": int((prior or {}).get("asks", 0)),
                                 "fault": f"not asked: an earlier call failed with {stop['error']}"}
                 continue

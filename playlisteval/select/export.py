@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,15 @@ import pyarrow.parquet as pq
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.benchmark.names import markdown_text, yaml_scalar
+from playlisteval.build.gates.citations import strip_citations
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
-from playlisteval.gates.citations import strip_citations
 from playlisteval.models.simulated import NOTE as SIMULATED_NOTE
 from playlisteval.models.simulated import is_simulated
+from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
 from playlisteval.select.pairs import find_benchmark, pair_texts
-from playlisteval.select.stats import BenchmarkStats, benchmark_stats
+from playlisteval.select.stats import BenchmarkStats, Length, benchmark_stats
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Benchmark, BenchmarkPair, Item, Pair, Playlist, Seed, Segment, Video
@@ -50,6 +52,7 @@ class ExportReport:
     rows: int
     files: list[Path]
     stats: BenchmarkStats
+    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 def collection_root(engine: Engine) -> Path:
@@ -74,37 +77,47 @@ def video_ref(video: Video, root: Path) -> dict[str, str]:
     return {"video_id": f"v-{stable}", "video_path": rel, "video_sha256": digest}
 
 
-def _segments(engine: Engine, item_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+def _segments(engine: Engine, item_ids: Any) -> dict[int, list[dict[str, Any]]]:
+    """Each item's two evidence segments; ``item_ids`` a subquery (a benchmark's items), so the rows come
+    by joins and no statement carries a parameter per item (SQLite's limit, issue 26)."""
     out: dict[int, list[dict[str, Any]]] = {}
     root = collection_root(engine)
+    seeds = select(Item.seed_id).where(col(Item.id).in_(item_ids))
+    wanted = (col(Segment.id).in_(select(Seed.segment1_id).where(col(Seed.id).in_(seeds)))
+              | col(Segment.id).in_(select(Seed.segment2_id).where(col(Seed.id).in_(seeds))))
     with transaction(engine) as s:
-        for item_id, seed in s.exec(select(Item.id, Seed).join(Seed, col(Seed.id) == col(Item.seed_id))
-                                    .where(col(Item.id).in_(item_ids))).all():
+        found = {int(seg.id or 0): (seg, video, playlist) for seg, video, playlist in s.exec(
+            select(Segment, Video, Playlist).join(Video, col(Video.id) == col(Segment.video_id))
+            .join(Playlist, col(Playlist.id) == col(Video.playlist_id)).where(wanted)).all()}
+        refs: dict[int, dict[str, str]] = {}  # per video, computed once
+        for item_id, one, two in s.exec(select(Item.id, Seed.segment1_id, Seed.segment2_id)
+                                        .join(Seed, col(Seed.id) == col(Item.seed_id))
+                                        .where(col(Item.id).in_(item_ids))).all():
             segs = []
-            for clip, seg_id in ((1, seed.segment1_id), (2, seed.segment2_id)):
-                seg = s.get(Segment, seg_id)
-                video = s.get(Video, seg.video_id) if seg else None
-                playlist = s.get(Playlist, video.playlist_id) if video else None
-                if seg is None or video is None or playlist is None:
+            for clip, seg_id in ((1, one), (2, two)):
+                if seg_id not in found:
                     continue
+                seg, video, playlist = found[seg_id]
+                ref = refs.setdefault(int(video.id or 0), video_ref(video, root))
                 segs.append({"clip": clip, "playlist": playlist.name, "video_title": video.title,
-                             **video_ref(video, root), "video_url": video.url or "", "start": seg.start,
-                             "end": seg.end})
+                             **ref, "video_url": video.url or "", "start": seg.start, "end": seg.end})
             out[int(item_id or 0)] = segs
     return out
 
 
 def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
+    in_bench = col(BenchmarkPair.benchmark_id) == bench.id
+    items_of = select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
     with transaction(engine) as s:
         sides = {int(p): bool(a) for p, a in s.exec(select(BenchmarkPair.pair_id, BenchmarkPair.a_is_better)
-                                                     .where(BenchmarkPair.benchmark_id == bench.id)).all()}
-        pairs = {int(p.id or 0): p for p in s.exec(select(Pair).where(col(Pair.id).in_(list(sides)))).all()}
+                                                     .where(in_bench)).all()}
+        pairs = {int(p.id or 0): p for p in s.exec(
+            select(Pair).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)).all()}
     texts = pair_texts(engine, sides)
-    items = sorted({t.item_id for t in texts.values()})
     with transaction(engine) as s:
         qas = {int(i or 0): qa for i, qa in s.exec(select(Item.id, QA).join(QA, col(QA.id) == col(Item.current_qa_id))
-                                                     .where(col(Item.id).in_(items))).all()}
-    segments = _segments(engine, items)
+                                                     .where(col(Item.id).in_(items_of))).all()}
+    segments = _segments(engine, items_of)
     rows = []
     # ids and order from content keys (select/keys.py), not row ids: the same export from any store
     for pair_id in sorted(texts, key=lambda p: (texts[p].domain, texts[p].question_key, texts[p].key)):
@@ -143,7 +156,7 @@ def _weak_verdict(role: str, v: dict[str, Any], seen_a_is_better: bool, row_a_is
 
 def _card(name: str, st: BenchmarkStats, rows: int, simulated: bool = False) -> str:
     gaps = ", ".join(f"gap {g}: {n}" for g, n in st.pairs_by_gap.items())
-    domains = "\n".join(f"| {d} | {n} |" for d, n in st.pairs_by_domain.items())
+    domains = "\n".join(f"| {markdown_text(d)} | {n} |" for d, n in st.pairs_by_domain.items())
     banner = f"\n> **{SIMULATED_NOTE}**\n" if simulated else ""
     return f"""---
 configs:
@@ -157,10 +170,10 @@ tags:
 - judge-evaluation
 - preference-pairs
 - long-video
-pretty_name: {name}
+pretty_name: {yaml_scalar(name)}
 ---
 
-# {name}
+# {markdown_text(name)}
 {banner}
 Video-language **judge** benchmark made by playlisteval: {rows} preference pairs. Each row is a two-hop
 question over a playlist collection, two answers (`answer_a`, `answer_b`, citations removed, sides drawn
@@ -206,22 +219,28 @@ Word counts are of the texts without citations.
 
 
 def export(settings: Settings, out: Path, name: str | None = None, *, force: bool = False,
-           progress: Callable[[str, int, int], None] | None = None) -> ExportReport:
-    """``progress(task, done, total)`` is called as each file is written (the CLI's bar)."""
+           progress: Callable[[str, int, int], None] | None = None, version: int | None = None,
+           frozen: dict[str, Any] | None = None) -> ExportReport:
+    """``progress(task, done, total)`` is called as each file is written (the CLI's bar). ``frozen``: the
+    copy an older ``version`` of the benchmark kept when it was superseded, written instead of the live
+    benchmark (select/versions.py ``export_version`` finds it). Beside the data: provenance.json, and the
+    same block at the end of the card (issue 22)."""
     tick = progress or (lambda task, done, total: None)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} is not empty: export into a new or empty folder, or pass --force to write "
                           "over the files there")
+    from playlisteval.analytics.provenance import card_lines, provenance
+
     engine = open_store(settings)
     bench = find_benchmark(engine, name or settings.select.benchmark)
     tick("export steps", 0, 6)
-    rows = benchmark_rows(engine, bench)
+    rows = benchmark_rows(engine, bench) if frozen is None else frozen["rows"]
     if not rows:
         raise ConfigError(f"benchmark {bench.name!r} has no pairs to export")
     tick("export steps", 1, 6)
-    st = benchmark_stats(engine, int(bench.id or 0))
+    st = benchmark_stats(engine, int(bench.id or 0)) if frozen is None else stats_of(frozen["stats"])
     tick("export steps", 2, 6)
     (out / "data").mkdir(parents=True, exist_ok=True)
     parquet, jsonl, card, stats = out / PARQUET, out / JSONL, out / "README.md", out / "stats.json"
@@ -231,11 +250,32 @@ def export(settings: Settings, out: Path, name: str | None = None, *, force: boo
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     tick("export steps", 4, 6)
-    from playlisteval.analytics.science import card_section  # issue 9: shortcut audit, accuracy by gap
-
-    card.write_text(_card(bench.name, st, len(rows), is_simulated(engine)) + "\n"
-                    + card_section(settings, engine, int(bench.id or 0)), encoding="utf-8")
+    prov = provenance(engine, settings, int(bench.id or 0), version=version, generated=True)
+    body = card_text(settings, engine, bench, st, len(rows)) if frozen is None else str(frozen["card"])
+    card.write_text(body + "\n" + card_lines(prov), encoding="utf-8")
+    # issue 20: the causal records and domain descriptions in their own file (the parquet stays as it was)
+    extra = [released.write(engine, bench, out)] if frozen is None else []
     tick("export steps", 5, 6)
     stats.write_text(json.dumps(st.as_dict(), indent=2), encoding="utf-8")
+    provenance_file = out / "provenance.json"  # beside the data: the data files stay as they were (issue 22)
+    provenance_file.write_text(json.dumps(prov, indent=2), encoding="utf-8")
     tick("export steps", 6, 6)
-    return ExportReport(out, len(rows), [parquet, jsonl, card, stats], st)
+    return ExportReport(out, len(rows), [parquet, jsonl, card, stats, provenance_file, *extra], st, prov)
+
+
+def card_text(settings: Settings, engine: Engine, bench: Benchmark, st: BenchmarkStats, rows: int) -> str:
+    """The dataset card of the live benchmark, without its provenance lines (a frozen version keeps this)."""
+    from playlisteval.analytics.science import card_section  # issue 9: shortcut audit, accuracy by gap
+
+    return (_card(bench.name, st, rows, is_simulated(engine)) + "\n"
+            + card_section(settings, engine, int(bench.id or 0)) + "\n"
+            + released.card_section(engine, list(st.pairs_by_domain)))
+
+
+def stats_of(data: dict[str, Any]) -> BenchmarkStats:
+    """BenchmarkStats back from its ``as_dict`` (as a frozen version stored it: JSON keys are text)."""
+    words: dict[str, Any] = {k: Length(**data[k]) for k in ("question_words", "gold_words", "degraded_words")
+                             if k in data}
+    rest: dict[str, Any] = {k: v for k, v in data.items() if k not in words}
+    rest["pairs_by_gap"] = {int(g): n for g, n in (rest.get("pairs_by_gap") or {}).items()}
+    return BenchmarkStats(**rest, **words)

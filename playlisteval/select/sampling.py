@@ -9,29 +9,33 @@ benchmark on SQLite and PostgreSQL. Each drawn pair gets its Model A side from t
 
 Then, through the state machine: a sampled question with a drawn pair is SELECTED; one the gate left
 without any kept pair is TOO_EASY; the rest stay accepted. Selecting under an existing benchmark name
-changes nothing (it only finishes moves an interrupted run left undone).
+changes nothing (it only finishes moves an interrupted run left undone); when items were accepted after
+its draw it says so, and ``redraw=True`` draws it again as its next version (select/redraw.py).
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.actors.evaluation import fans_out
+from playlisteval.benchmark.names import check_name
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.models.runner import Runner
 from playlisteval.select.difficulty import GateReport, pending_pairs, run_gate
 from playlisteval.select.keys import by_key, pair_key, question_keys
 from playlisteval.select.pairs import finished_items, make_pairs, side_of
-from playlisteval.state import WORKING, Event, Limits, State
 from playlisteval.store import items as item_store
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
+from playlisteval.store.states import WORKING, Event, Limits, State
 from playlisteval.store.tables import Benchmark, BenchmarkPair, BenchmarkQuestion, Domain, Item, Pair
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -58,6 +62,10 @@ class Selection:
     too_easy: int = 0  # items moved to too_easy now
     warnings: list[str] = field(default_factory=list)
     sent: bool = False  # the gate's questions were sent to the workers, not waited for (--no-wait)
+    new_items: dict[str, int] = field(default_factory=dict)  # domain → accepted after the draw, not in it
+    redrawn: bool = False  # an existing benchmark drawn again (redraw=True)
+    version: int = 0  # the live version after this run
+    new_version: bool = False  # this run made it (a redraw whose content moved)
 
     @property
     def pairs(self) -> int:
@@ -73,19 +81,33 @@ def _sample(rng_key: str, keys: dict[int, str], n: int) -> list[int]:
 
 
 def select_benchmark(settings: Settings, name: str | None = None, *, runner: Runner | None = None,
-                     progress: Progress | None = None, wait: bool = True) -> Selection:
+                     progress: Progress | None = None, wait: bool = True, redraw: bool = False) -> Selection:
     """Draw the benchmark (see the module's docstring). ``wait=False`` with Redis: the difficulty gate's
-    questions are sent to the `playlisteval worker` processes and nothing is drawn until `select` runs again."""
+    questions are sent to the `playlisteval worker` processes and nothing is drawn until `select` runs again.
+    ``redraw``: an existing benchmark is drawn again from every accepted item, as its next version."""
+    from playlisteval.select import redraw as redraw_rules
+    from playlisteval.store import versions as stored_versions
+
     engine = open_store(settings)
-    name = name or settings.select.benchmark
+    name = check_name("benchmark", name or settings.select.benchmark)  # one printable line (issue 25)
     with transaction(engine) as s:
         existing = s.exec(select(Benchmark).where(Benchmark.name == name)).first()
-    if existing is not None:
-        out = Selection(int(existing.id or 0), name, created=False)
+        into = None if existing is None else Benchmark.model_validate(existing.model_dump())
+    if into is not None and not redraw:
+        bid = int(into.id or 0)
+        out = Selection(bid, name, created=False)
         _describe(engine, out)
         _move_items(settings, engine, out)
+        _fix_protocol_and_version(settings, engine, bid)  # one drawn before issue 22
+        out.version = stored_versions.version_number(engine, bid)
+        out.new_items = redraw_rules.accepted_since(engine, into)
+        if out.new_items:  # never left out without a word (issue 22)
+            out.warnings.append(redraw_rules.refusal(name, out.version, out.new_items, settings.select.benchmark))
         return out
+    if into is not None:
+        _fix_protocol_and_version(settings, engine, int(into.id or 0))  # its version 1 first, to freeze
     cfg = settings.select
+    pool_read_at = time.time()  # benchmark.drawn_at: items accepted after it are not in this draw
     by_domain = finished_items(engine)
     if not by_domain:
         raise ConfigError("no accepted items to select from: run `playlisteval build` first")
@@ -107,7 +129,7 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
     every = [i for ids in sampled.values() for i in ids]
     make_pairs(engine, every)
     total = len(every) * 10
-    done = [total - sum(len(v) for v in pending_pairs(engine, every).values())]
+    done = [total - sum(len(v) for v in pending_pairs(engine, every, settings).values())]
 
     def tick(n: int) -> None:
         done[0] += n
@@ -144,12 +166,50 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
         if len(kept) < cfg.pairs_per_domain:
             warnings.append(f"{dname}: only {len(kept)} kept pair(s), fewer than {cfg.pairs_per_domain}")
     pair_item = {p: i for i, ps in kept_by_item.items() for p in ps}
+    drawn_with = {"questions_per_domain": count, "pairs_per_domain": cfg.pairs_per_domain,
+                  "difficulty_evidence": cfg.difficulty_evidence, "difficulty_scope": cfg.difficulty_scope,
+                  "weak_judges": {role: settings.model_for(role) for role in ("F_first", "F_second")}}
+    if into is not None:
+        from playlisteval.select import versions
+
+        versions.freeze(settings, engine, into)  # its export and leaderboard kept, as `remove` does
+    try:
+        bid = _write_draw(engine, name, seed, drawn_with, into, sampled, drawn, draws, kept_by_item, pair_item,
+                          pkeys, pool_read_at)
+    finally:
+        made = _advance_redrawn(engine, into)
+    out = Selection(bid, name, created=into is None, domains={d.domain: d for d in draws.values()}, gate=gate,
+                    warnings=warnings, redrawn=into is not None, new_version=any(n == name for n, _, _ in made))
+    _move_items(settings, engine, out)
+    _fix_protocol_and_version(settings, engine, bid)
+    out.version = stored_versions.version_number(engine, bid)
+    return out
+
+
+def _advance_redrawn(engine: Engine, into: Benchmark | None) -> list[tuple[str, int, str]]:
+    """After a redraw (also a failed one): the next version when its content moved (select/versions.py)."""
+    if into is None:
+        return []
+    from playlisteval.select import versions
+
+    return versions.advance(engine, "select")
+
+
+def _write_draw(engine: Engine, name: str, seed: int, drawn_with: dict[str, Any], into: Benchmark | None,
+                sampled: dict[int, list[int]], drawn: dict[int, list[int]], draws: dict[int, DomainDraw],
+                kept_by_item: dict[int, list[int]], pair_item: dict[int, int], pkeys: dict[int, str],
+                drawn_at: float) -> int:
+    """The draw's rows in one transaction: a new benchmark, or ``into``'s questions and pairs replaced."""
+    from playlisteval.select.redraw import clear_draw
+
     with transaction(engine) as s:
-        bench = Benchmark(name=name, seed=seed, settings={
-            "questions_per_domain": count, "pairs_per_domain": cfg.pairs_per_domain,
-            "difficulty_evidence": cfg.difficulty_evidence, "difficulty_scope": cfg.difficulty_scope,
-            "weak_judges": {role: settings.model_for(role) for role in ("F_first", "F_second")},
-        })
+        bench = Benchmark(name=name, seed=seed, settings=drawn_with) if into is None else s.get(Benchmark, into.id)
+        if bench is None:
+            raise ConfigError(f"benchmark {name!r} was removed while it was drawn again")
+        bench.drawn_at = drawn_at
+        if into is not None:
+            bench.seed, bench.settings = seed, drawn_with
+            clear_draw(s, int(into.id or 0))
         s.add(bench)
         s.flush()
         bid = int(bench.id or 0)
@@ -163,10 +223,21 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
                     drawn_pairs=sum(1 for p in drawn[domain_id] if pair_item[p] == item_id)))
             for pair_id in drawn[domain_id]:
                 s.add(BenchmarkPair(benchmark_id=bid, pair_id=pair_id, a_is_better=side_of(seed, pkeys[pair_id])))
-    out = Selection(bid, name, created=True, domains={d.domain: d for d in draws.values()}, gate=gate,
-                    warnings=warnings)
-    _move_items(settings, engine, out)
-    return out
+    return bid
+
+
+def _fix_protocol_and_version(settings: Settings, engine: Engine, benchmark_id: int) -> None:
+    """Issue 22: the protocol of the benchmark's main runs from the settings `select` runs with (kept if
+    one is stored), and its version 1 with its content hash."""
+    from playlisteval.select import versions
+    from playlisteval.store import protocol
+
+    protocol.store(engine, benchmark_id, protocol.of_settings(settings), "select", replace=False)
+    with transaction(engine) as s:
+        bench = s.get(Benchmark, benchmark_id)
+        row = Benchmark.model_validate(bench.model_dump()) if bench is not None else None
+    if row is not None:
+        versions.ensure(engine, row)
 
 
 def _describe(engine: Engine, out: Selection) -> None:

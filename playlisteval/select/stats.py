@@ -14,7 +14,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.gates.citations import strip_citations
+from playlisteval.build.gates.citations import strip_citations
 from playlisteval.select.pairs import FINISHED, pair_texts
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import (
@@ -24,6 +24,7 @@ from playlisteval.store.tables import (
     BenchmarkQuestion,
     Domain,
     Item,
+    Pair,
     Playlist,
     Video,
 )
@@ -88,7 +89,9 @@ def benchmark_stats(engine: Engine, benchmark_id: int) -> BenchmarkStats:
         rows = s.exec(select(Item.id, QA.question, Answer.rating, Answer.text)
                       .join(QA, col(QA.id) == col(Item.current_qa_id))
                       .join(Answer, col(Answer.set_id) == col(Item.current_set_id))
-                      .where(col(Item.id).in_(items))).all()
+                      .where(col(Item.id).in_(  # a subquery, not a parameter per item (issue 26)
+                          select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
+                          .where(BenchmarkPair.benchmark_id == benchmark_id)))).all()
     questions: dict[int, str] = {}
     gold: list[int] = []
     degraded: list[int] = []

@@ -24,7 +24,10 @@ def open_store(settings: Settings, *, upgrade: bool = True) -> Engine:
             try:
                 migrate(engine)
             except Exception as exc:
-                raise StoreError(f"cannot open or migrate the store at {redact(url)}: {exc}") from exc
+                # one line: the driver's first (psycopg's "connection refused"), not SQLAlchemy's whole text
+                orig = getattr(exc, "orig", None) or exc
+                first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+                raise StoreError(f"cannot open or migrate the store at {redact(url)}: {first}") from exc
         _engines[url] = engine
     return engine
 

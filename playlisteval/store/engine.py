@@ -23,6 +23,7 @@ from sqlalchemy.pool import NullPool
 from sqlmodel import Session, create_engine
 
 from playlisteval.errors import InfrastructureError, StoreError
+from playlisteval.store.redacted import redact_writes
 
 _READ_ONLY = "playlisteval_read_only"  # an execution option: this connection's transaction only reads
 
@@ -61,13 +62,16 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
             deferred = conn.get_execution_options().get(_READ_ONLY, False)
             conn.exec_driver_sql("BEGIN" if deferred else "BEGIN IMMEDIATE")
 
+        redact_writes(engine)  # no key a provider quoted is stored (issue 25)
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     try:
-        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
     except Exception as exc:  # bad driver name, missing driver …
         raise StoreError(f"cannot open store {redact(url)}: {exc}") from exc
+    redact_writes(engine)  # no key a provider quoted is stored (issue 25)
+    return engine
 
 
 def redact(url: str) -> str:

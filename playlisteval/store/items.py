@@ -24,9 +24,9 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from playlisteval.state import TERMINAL, WORKING, Event, Limits, Progress, State, advance
 from playlisteval.store import outbox
 from playlisteval.store.engine import transaction
+from playlisteval.store.states import TERMINAL, WORKING, Event, Limits, Progress, State, advance
 from playlisteval.store.tables import Item, ItemEvent, Seed, now
 
 Writer = Callable[[Session, Item], None]
@@ -167,6 +167,20 @@ def release(engine: Engine, c: Claim) -> None:
             # a graceful release is not a worker death: it does not count towards poison
             .values(lease_owner=None, lease_expires=None, claims=Item.claims - 1, updated_at=now())
         )
+
+
+def release_held(engine: Engine, held: dict[str, int]) -> list[int]:
+    """Give back the leases ``held`` (token → item) by a worker that stops mid-step: one UPDATE, compare-and-set
+    on the tokens (a lease taken over meanwhile is not ours to free); the items freed. Not counted as a
+    death towards poison, as ``release``."""
+    wanted = sorted(held)
+    if not wanted:
+        return []
+    with transaction(engine) as s:
+        mine = [int(i or 0) for i in s.exec(select(Item.id).where(col(Item.lease_owner).in_(wanted))).all()]
+        s.execute(update(Item).where(col(Item.lease_owner).in_(wanted))
+                  .values(lease_owner=None, lease_expires=None, claims=Item.claims - 1, updated_at=now()))
+    return sorted(mine)
 
 
 def renew(engine: Engine, tokens: Iterable[str], lease_s: float) -> set[str]:

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
 from playlisteval.store import tables  # noqa: F401  (registers every table on SQLModel.metadata)
+from playlisteval.store.counts import install as install_store_counts
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
 from playlisteval.store.spend_totals import install as install_spend_totals
 
@@ -132,6 +133,27 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0540_spend_total", install_spend_totals),
     # the outbox (issue 10): an item's next message, committed with its transition, sent after
     ("0530_item_outbox", create_tables("item_outbox")),
+    # the last `eval correlate` input and the domains' descriptions (issue 20)
+    ("2000_external_score", create_tables("external_score")),
+    ("2001_domain_description", add_column("domain", "description", "VARCHAR", "''")),
+    # a benchmark's main-run protocol and its versions; the version each judge run was made on (issue 22)
+    ("2200_benchmark_protocol_version", create_tables("benchmark_protocol", "benchmark_version")),
+    ("2201_judge_run_benchmark_version", add_column("judge_run", "benchmark_version", "INTEGER", "0")),
+    # counts kept by triggers (items per state, ledger rows, gate verdicts, seeds), backfilled; the most
+    # attempts read from an index: `status` and `funnel` flat in the store's size (issue 26)
+    ("2600_store_count", install_store_counts),
+    ("2601_item_phase1_attempts_index", create_index("ix_item_phase1_attempts", "item", ["phase1_attempts"])),
+    ("2602_item_phase2_attempts_index", create_index("ix_item_phase2_attempts", "item", ["phase2_attempts"])),
+    ("2603_store_count_role_model", install_store_counts),  # the models each role called (provenance)
+    # the file's size and mtime as stamped at add/index: a video changed in place is noticed (issue 22)
+    ("2250_video_file_stamp", add_columns("video", [("file_size", "BIGINT", "0"),
+                                                     ("file_mtime", "DOUBLE PRECISION", "0")])),
+    # retriever variants side by side and single-query latency percentiles (issue 20, deliverable 8)
+    ("2060_retrieval_variant", create_tables("retrieval_variant")),
+    ("2061_retrieval_run_latency_percentiles", add_columns("retrieval_run", [
+        ("latency_p50_ms", "DOUBLE PRECISION", "0"), ("latency_p95_ms", "DOUBLE PRECISION", "0")])),
+    # when a benchmark's questions were last drawn: a re-select names items accepted since (issue 22)
+    ("2300_benchmark_drawn_at", add_column("benchmark", "drawn_at", "DOUBLE PRECISION", "0")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

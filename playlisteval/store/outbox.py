@@ -21,8 +21,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
-from playlisteval.state import State
 from playlisteval.store.engine import transaction
+from playlisteval.store.states import State
 from playlisteval.store.tables import ItemOutbox, now
 
 _OUTBOX: Table = ItemOutbox.__table__  # type: ignore[attr-defined]

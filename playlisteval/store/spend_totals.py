@@ -6,7 +6,7 @@ the change, whoever writes it (the runner, batches, context caches, `remove`, a 
 the total is exact under concurrency: on SQLite writers are serialized; on PostgreSQL the row lock on
 the purpose's total orders them, and the runner's advisory lock still serializes reservations.
 
-What each ledger row adds, by bucket (``runner.Spend``): ``paid`` its cost once it ran (ok, malformed,
+What each ledger row adds, by bucket (``models.budget.Spend``): ``paid`` its cost once it ran (ok, malformed,
 error, interrupted); ``reserved`` its estimate while in flight; ``interrupted`` its estimate while it was
 cut short and never finished (latency 0: its cost is unknown).
 """
@@ -122,3 +122,13 @@ def committed(session: Any, purpose: str, exclude_hash: str | None = None) -> fl
     else:
         value = session.execute(_TOTAL, {"p": purpose}).scalar()
     return float(value) if value is not None else 0.0
+
+
+_PARTS = text("SELECT paid, reserved, interrupted FROM spend_total WHERE purpose = :p")
+
+
+def parts(session: Any, purpose: str) -> tuple[float, float, float]:
+    """(paid, reserved, interrupted) of ``purpose`` from its running total: ``runner.spend_of`` without
+    summing the ledger (`status` on a 1M-row ledger, issue 26)."""
+    row = session.execute(_PARTS, {"p": purpose}).first()
+    return (float(row[0]), float(row[1]), float(row[2])) if row is not None else (0.0, 0.0, 0.0)

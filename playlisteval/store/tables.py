@@ -9,21 +9,30 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
+from sqlmodel.main import SQLModelConfig
 
 
 def now() -> float:
     return time.time()
 
 
-class SchemaMigration(SQLModel, table=True):
+class StoreTable(SQLModel):
+    """Every table's base. pydantic builds a model's validator when the class is made, unless told to wait
+    for its first use: for 44 tables that the store writes and reads through SQLAlchemy (rarely validated)
+    that was ~90 ms of every command's start-up (issue 26: `status` at 100k items was start-up bound)."""
+
+    model_config = SQLModelConfig(defer_build=True)
+
+
+class SchemaMigration(StoreTable, table=True):
     __tablename__ = "schema_migration"
     name: str = Field(primary_key=True)
     applied_at: float = Field(default_factory=now)
 
 
-class KeyValue(SQLModel, table=True):
+class KeyValue(StoreTable, table=True):
     """Small shared settings every worker must see (the build budget, the pause flag)."""
 
     __tablename__ = "kv"
@@ -31,12 +40,13 @@ class KeyValue(SQLModel, table=True):
     value: str
 
 
-class Domain(SQLModel, table=True):
+class Domain(StoreTable, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(unique=True, index=True)
+    description: str = ""  # 2001 (issue 20): what the domain covers (paper Table 13), exported with the benchmark
 
 
-class Playlist(SQLModel, table=True):
+class Playlist(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("domain_id", "name"),)
     id: int | None = Field(default=None, primary_key=True)
     domain_id: int = Field(foreign_key="domain.id", index=True)
@@ -44,7 +54,7 @@ class Playlist(SQLModel, table=True):
     source: str | None = None
 
 
-class Video(SQLModel, table=True):
+class Video(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("playlist_id", "path"),)
     id: int | None = Field(default=None, primary_key=True)
     playlist_id: int = Field(foreign_key="playlist.id", index=True)
@@ -66,9 +76,13 @@ class Video(SQLModel, table=True):
     lease_owner: str = ""
     lease_expires: float = 0.0
     index_report: str = ""  # JSON written by the worker that indexed the video
+    # the file as it was when added or last indexed (issue 22): a size or mtime that moved makes `add` and
+    # `index` hash it again, and a new sha256 re-indexes it; 0 = not stamped yet (a store from before)
+    file_size: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
+    file_mtime: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
 
 
-class Chunk(SQLModel, table=True):
+class Chunk(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("video_id", "idx"),)
     id: int | None = Field(default=None, primary_key=True)
     video_id: int = Field(foreign_key="video.id", index=True)
@@ -81,7 +95,7 @@ class Chunk(SQLModel, table=True):
     ocr_text: str = ""
 
 
-class ChunkVector(SQLModel, table=True):
+class ChunkVector(StoreTable, table=True):
     __tablename__ = "chunk_vector"
     __table_args__ = (UniqueConstraint("chunk_id", "embedder"),)
     id: int | None = Field(default=None, primary_key=True)
@@ -92,7 +106,7 @@ class ChunkVector(SQLModel, table=True):
     vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
-class Segment(SQLModel, table=True):
+class Segment(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("video_id", "idx", "embedder"),)
     id: int | None = Field(default=None, primary_key=True)
     video_id: int = Field(foreign_key="video.id", index=True)
@@ -106,7 +120,7 @@ class Segment(SQLModel, table=True):
     duplicate_of: int | None = None
 
 
-class Seed(SQLModel, table=True):
+class Seed(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("segment1_id", "segment2_id"),)
     id: int | None = Field(default=None, primary_key=True)
     domain_id: int = Field(foreign_key="domain.id", index=True)
@@ -115,7 +129,7 @@ class Seed(SQLModel, table=True):
     similarity: float
 
 
-class Item(SQLModel, table=True):
+class Item(StoreTable, table=True):
     id: int | None = Field(default=None, primary_key=True)
     seed_id: int = Field(foreign_key="seed.id", unique=True)
     state: str = Field(default="pending", index=True)
@@ -136,7 +150,7 @@ class Item(SQLModel, table=True):
     updated_at: float = Field(default_factory=now)
 
 
-class ItemEvent(SQLModel, table=True):
+class ItemEvent(StoreTable, table=True):
     """One row per committed step. (item_id, version) is unique: a step is never committed twice."""
 
     __tablename__ = "item_event"
@@ -151,7 +165,7 @@ class ItemEvent(SQLModel, table=True):
     at: float = Field(default_factory=now)
 
 
-class QA(SQLModel, table=True):
+class QA(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("item_id", "attempt"),)
     id: int | None = Field(default=None, primary_key=True)
     item_id: int = Field(foreign_key="item.id", index=True)
@@ -165,7 +179,7 @@ class QA(SQLModel, table=True):
     malformed: bool = False
 
 
-class DistractorSet(SQLModel, table=True):
+class DistractorSet(StoreTable, table=True):
     __tablename__ = "distractor_set"
     __table_args__ = (UniqueConstraint("item_id", "attempt"),)
     id: int | None = Field(default=None, primary_key=True)
@@ -178,7 +192,7 @@ class DistractorSet(SQLModel, table=True):
     malformed: bool = False
 
 
-class Answer(SQLModel, table=True):
+class Answer(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("set_id", "rating"),)
     id: int | None = Field(default=None, primary_key=True)
     set_id: int = Field(foreign_key="distractor_set.id", index=True)
@@ -188,7 +202,7 @@ class Answer(SQLModel, table=True):
     record: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
 
-class GateResult(SQLModel, table=True):
+class GateResult(StoreTable, table=True):
     __tablename__ = "gate_result"
     id: int | None = Field(default=None, primary_key=True)
     item_id: int = Field(foreign_key="item.id", index=True)
@@ -203,7 +217,7 @@ class GateResult(SQLModel, table=True):
     at: float = Field(default_factory=now)
 
 
-class ModelCall(SQLModel, table=True):
+class ModelCall(StoreTable, table=True):
     """The ledger: one row per model call, cache hits (0 USD) and failures included (SPEC K1)."""
 
     __tablename__ = "model_call"
@@ -233,7 +247,7 @@ class ModelCall(SQLModel, table=True):
     finished_at: float | None = None
 
 
-class ResponseCache(SQLModel, table=True):
+class ResponseCache(StoreTable, table=True):
     __tablename__ = "response_cache"
     request_hash: str = Field(primary_key=True)
     provider: str
@@ -242,7 +256,7 @@ class ResponseCache(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class ModelPrompt(SQLModel, table=True):
+class ModelPrompt(StoreTable, table=True):
     """What a request asked, once per request hash: its text parts, its media named (`show ITEM`)."""
 
     __tablename__ = "model_prompt"
@@ -252,7 +266,7 @@ class ModelPrompt(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class RemoteFile(SQLModel, table=True):
+class RemoteFile(StoreTable, table=True):
     """Uploaded media (e.g. Gemini Files API) reused while it is valid."""
 
     __tablename__ = "remote_file"
@@ -265,7 +279,7 @@ class RemoteFile(SQLModel, table=True):
     expires_at: float | None = None
 
 
-class Pair(SQLModel, table=True):
+class Pair(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("item_id", "better_rating", "worse_rating"),)
     id: int | None = Field(default=None, primary_key=True)
     item_id: int = Field(foreign_key="item.id", index=True)
@@ -277,15 +291,18 @@ class Pair(SQLModel, table=True):
     kept: bool | None = None
 
 
-class Benchmark(SQLModel, table=True):
+class Benchmark(StoreTable, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(unique=True)
     seed: int = 0
     settings: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created_at: float = Field(default_factory=now)
+    # 2300 (issue 22): when its questions were last drawn (the pool read by select / select --redraw);
+    # 0 = not recorded (drawn before it was kept): a re-select names items accepted after it (select/redraw.py)
+    drawn_at: float = 0.0
 
 
-class BenchmarkPair(SQLModel, table=True):
+class BenchmarkPair(StoreTable, table=True):
     __tablename__ = "benchmark_pair"
     __table_args__ = (UniqueConstraint("benchmark_id", "pair_id"),)
     id: int | None = Field(default=None, primary_key=True)
@@ -294,7 +311,7 @@ class BenchmarkPair(SQLModel, table=True):
     a_is_better: bool = True  # SPEC G5: side drawn once per pair from a shared seed
 
 
-class BenchmarkQuestion(SQLModel, table=True):
+class BenchmarkQuestion(StoreTable, table=True):
     """SPEC F3's first level: the questions sampled per domain (the second level draws pairs from them)."""
 
     __tablename__ = "benchmark_question"
@@ -307,7 +324,7 @@ class BenchmarkQuestion(SQLModel, table=True):
     drawn_pairs: int = 0  # of them, drawn into the benchmark
 
 
-class JudgeRun(SQLModel, table=True):
+class JudgeRun(StoreTable, table=True):
     __tablename__ = "judge_run"
     id: int | None = Field(default=None, primary_key=True)
     benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
@@ -323,9 +340,11 @@ class JudgeRun(SQLModel, table=True):
     # 0202 (issue 9): the run's identity besides benchmark and judge — a hash of every option that changes
     # what the judge sees (eval/runkey.py); finished_at is when the last pass over its pairs ended
     options_hash: str = ""
+    # 2201 (issue 22): the benchmark version the run was made on (0: made before versions were kept)
+    benchmark_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # raw INSERTs of old code
 
 
-class JudgeError(SQLModel, table=True):
+class JudgeError(StoreTable, table=True):
     """A judge call that failed (issue 9): an error, never a judgment and never a score. Running the same
     run again asks its pair again; a judgment then replaces it."""
 
@@ -340,7 +359,7 @@ class JudgeError(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class RetrievalError(SQLModel, table=True):
+class RetrievalError(StoreTable, table=True):
     """A question a retriever run could not rank (issue 9): an error, never a miss."""
 
     __tablename__ = "retrieval_error"
@@ -352,7 +371,7 @@ class RetrievalError(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class Judgment(SQLModel, table=True):
+class Judgment(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("run_id", "pair_id"),)
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="judge_run.id", index=True)
@@ -368,7 +387,19 @@ class Judgment(SQLModel, table=True):
     call_id: int = 0  # model_call.id; 0 for shortcut judges, which call no model
 
 
-class RetrievalRun(SQLModel, table=True):
+class ExternalScore(StoreTable, table=True):
+    """The last `eval correlate` input (issue 20, 2000): a published score per judge, so the report can draw the
+    correlation scatter without the file; a new input replaces the old one whole."""
+
+    __tablename__ = "external_score"
+    id: int | None = Field(default=None, primary_key=True)
+    judge: str = Field(unique=True)
+    score: float
+    source: str = ""  # the file it came from
+    loaded_at: float = Field(default_factory=now)
+
+
+class RetrievalRun(StoreTable, table=True):
     __tablename__ = "retrieval_run"
     id: int | None = Field(default=None, primary_key=True)
     embedder: str
@@ -383,9 +414,26 @@ class RetrievalRun(SQLModel, table=True):
     index_bytes: int = 0
     latency_ms: float = 0.0
     finished_at: float = 0.0
+    # 2061 (issue 20, paper Table 4): single queries timed one by one (embed + rank), their median and 95th
+    latency_p50_ms: float = 0.0
+    latency_p95_ms: float = 0.0
 
 
-class Ranking(SQLModel, table=True):
+class RetrievalVariant(StoreTable, table=True):
+    """A named retriever recipe (issue 20, 2060): ``embedder`` is the self-describing name its vectors are
+    stored under (index/modality.py: ``minilm~transcript``); the rest says it in words for lists."""
+
+    __tablename__ = "retrieval_variant"
+    name: str = Field(primary_key=True)
+    embedder: str
+    base: str
+    modality: str
+    frames_per_chunk: int = 0
+    dims: int = 0
+    created_at: float = Field(default_factory=now)
+
+
+class Ranking(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("run_id", "item_id"),)
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="retrieval_run.id", index=True)
@@ -401,7 +449,7 @@ class Ranking(SQLModel, table=True):
     top_segments: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
 
 
-class HumanStudy(SQLModel, table=True):
+class HumanStudy(StoreTable, table=True):
     """A human study of one benchmark (SPEC H1): its seed and the settings it was planned with."""
 
     __tablename__ = "human_study"
@@ -413,7 +461,7 @@ class HumanStudy(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class HumanTask(SQLModel, table=True):
+class HumanTask(StoreTable, table=True):
     __tablename__ = "human_task"
     id: int | None = Field(default=None, primary_key=True)
     pair_id: int = Field(foreign_key="pair.id", index=True)
@@ -431,7 +479,7 @@ class HumanTask(SQLModel, table=True):
     grounding: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 
-class HumanRating(SQLModel, table=True):
+class HumanRating(StoreTable, table=True):
     __tablename__ = "human_rating"
     # a rating is final: one per annotator and task (0703 adds the index to older stores)
     __table_args__ = (Index("uq_human_rating_task_annotator", "task_id", "annotator", unique=True),)
@@ -445,7 +493,7 @@ class HumanRating(SQLModel, table=True):
     created_at: float = 0.0
 
 
-class HumanAnnotator(SQLModel, table=True):
+class HumanAnnotator(StoreTable, table=True):
     """An invited annotator; only a hash of their link token is kept."""
 
     __tablename__ = "human_annotator"
@@ -457,7 +505,7 @@ class HumanAnnotator(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class HumanClaim(SQLModel, table=True):
+class HumanClaim(StoreTable, table=True):
     """A task shown to an annotator, held for them a while so that no more than N people rate a pair."""
 
     __tablename__ = "human_claim"
@@ -468,7 +516,7 @@ class HumanClaim(SQLModel, table=True):
     claimed_at: float = Field(default_factory=now)
 
 
-class ModelBatch(SQLModel, table=True):
+class ModelBatch(StoreTable, table=True):
     """One provider batch (issue 15), written before it is sent: its ``marker`` is the client-side
     idempotency key the provider stores with it (OpenAI metadata, Gemini display name), so a batch whose
     sending was interrupted is looked up by marker and adopted, never sent twice.
@@ -494,7 +542,7 @@ class ModelBatch(SQLModel, table=True):
     finished_at: float | None = None
 
 
-class ContextCache(SQLModel, table=True):
+class ContextCache(StoreTable, table=True):
     """A provider's context cache (issue 15): media sent once and read by later calls, until it expires."""
 
     __tablename__ = "context_cache"
@@ -509,7 +557,7 @@ class ContextCache(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
-class ModelBatchRequest(SQLModel, table=True):
+class ModelBatchRequest(StoreTable, table=True):
     """A request waiting for, or answered by, a batch. ``live_hash`` is the request hash while the request
     is queued or in a batch and NULL after, and it is unique: a request is in at most one live batch.
 
@@ -533,7 +581,7 @@ class ModelBatchRequest(SQLModel, table=True):
     checked: bool = False  # 0802: the caller checks the reply's meaning (``validate``): its answer waits as try 0
 
 
-class WorkJob(SQLModel, table=True):
+class WorkJob(StoreTable, table=True):
     """One question's share of `select` or `eval judge` work, or a block of questions of `eval retrieve`,
     done by an actor (issue 10): ``kind`` "gate" (run_id 0), "judge" or "retrieve". Unique per (kind, run,
     item), so sending it again is harmless; a worker claims it with a lease (renewed while it runs) and
@@ -558,10 +606,10 @@ class WorkJob(SQLModel, table=True):
     updated_at: float = Field(default_factory=now)
 
 
-class SpendTotal(SQLModel, table=True):
+class SpendTotal(StoreTable, table=True):
     """The ledger's money per purpose, kept by triggers on ``model_call`` (store/spend_totals.py, 0540) in
     the transaction of every ledger change: a budget check reads one row instead of summing the ledger.
-    The columns are ``runner.Spend``'s: paid, reserved (in flight), interrupted (cut short, cost unknown)."""
+    The columns are ``models.budget.Spend``'s: paid, reserved (in flight), interrupted (cut short, cost unknown)."""
 
     __tablename__ = "spend_total"
     purpose: str = Field(primary_key=True)
@@ -570,7 +618,7 @@ class SpendTotal(SQLModel, table=True):
     interrupted: float = 0.0
 
 
-class ItemOutbox(SQLModel, table=True):
+class ItemOutbox(StoreTable, table=True):
     """An item's next message, pending (issue 10, 0530): written in the transaction of the commit that moved
     the item into a working state, deleted once the message is sent (store/outbox.py). A row older than the
     sweepers' grace is a message the broker never got — Redis down, the worker killed between commit and
@@ -580,3 +628,33 @@ class ItemOutbox(SQLModel, table=True):
     item_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     state: str  # the working state the message is for: its step's actor
     created_at: float = Field(default_factory=now, index=True)  # when written, or last taken by a sweeper
+
+
+class BenchmarkProtocol(StoreTable, table=True):
+    """The protocol of a benchmark's main runs (issue 22, 2200): the ``[eval]`` options a judge's main run is
+    made with, fixed when the benchmark is drawn (or set by `playlisteval protocol set`). A run is main or a
+    sweep by this row, never by the configuration of the shell that reads (store/protocol.py)."""
+
+    __tablename__ = "benchmark_protocol"
+    benchmark_id: int = Field(foreign_key="benchmark.id", primary_key=True, sa_column_kwargs={"autoincrement": False})
+    protocol: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    source: str = "select"  # select / protocol set
+    set_at: float = Field(default_factory=now)
+
+
+class BenchmarkVersion(StoreTable, table=True):
+    """One version of a benchmark (issue 22, 2200): `select` makes version 1, anything that changes the
+    benchmark's pairs (a removal, a re-indexed video) the next. The newest version is the live one; an older
+    one keeps a frozen copy of its export and leaderboard (``snapshot``), so it stays readable after the
+    pairs it held were removed (select/versions.py)."""
+
+    __tablename__ = "benchmark_version"
+    __table_args__ = (UniqueConstraint("benchmark_id", "version"),)
+    id: int | None = Field(default=None, primary_key=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    version: int = 1
+    content_hash: str = ""  # sha256 of the export's data/test.jsonl for this version
+    pairs: int = 0
+    reason: str = "select"  # select / remove / index (a changed video)
+    created_at: float = Field(default_factory=now)
+    snapshot: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))  # frozen when superseded

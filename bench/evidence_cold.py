@@ -1,0 +1,183 @@
+"""Cold evidence for one pair: 128 uniform frames from 720p video that `index` kept no frames of (issue 26, 4).
+
+The bench makes one ``--minutes`` (default 10) lecture of 1280x720, 30 fps H.264 at x264's default GOP
+(bench/index_command.py's ``make_lecture``: a slide whose text changes every 20 s, a moving inset) and
+copies it, so the pair's two videos are two files of the same content: decoding costs the same as two
+different lectures would, for half the encoding.
+
+The length decides how many frames the keyframe rule can move: a uniform slot is the sample spacing
+(2 x 10 min / 128 = 9.4 s) cut at its chunk's edges, and x264 puts a keyframe every 8.3 s here, so at
+10 minutes a slot cut short by a chunk boundary may hold none and its frame stays exact (16 of 128
+did), while from ~20 minutes (the 10-minute file concatenated with itself, ``ffmpeg -f concat -c
+copy``, then ``--minutes 20 --work DIR``) every slot holds one. A pair's scope in real use is longer.
+
+Then, each the fastest of ``--repeats`` (3), every repeat into a fresh media folder (no kept frames,
+no frame files):
+
+1. exact: ``cold_frames = "exact"``, every frame decoded at its sampled timestamp;
+2. keyframe, lists made: ``cold_frames = "keyframe"`` with the keyframe lists made in the repeat (a
+   video never seen before);
+3. keyframe, lists cached: the same with the keyframe lists already under ``<media>/keyframes``;
+4. the machine's limit: ffmpeg decoding only the keyframes of both files (``-skip_frame nokey``, the two
+   files at once, as the evidence reads them), which neither scales nor writes JPEGs.
+
+Frames are 640x480 JPEGs (the judge's default size); the 1-minute load is printed beside each figure.
+Goal (issue 26): <= 2 s for the keyframe way with the lists made.
+
+    .venv/bin/python -m bench evidence [--minutes 10] [--repeats 3] [--frames 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.index_command import make_lecture
+from playlisteval.config import Settings
+from playlisteval.eval.corpus import CorpusChunk, CorpusVideo
+from playlisteval.eval.evidence import Evidence, on_keyframes, uniform
+from playlisteval.eval.media import image_parts
+from playlisteval.media.frames import keyframe_times
+from playlisteval.media.probe import probe
+
+GOAL_S = 2.0
+CHUNK_S = 30.0
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def corpus(paths: list[Path]) -> list[CorpusVideo]:
+    videos = []
+    for n, path in enumerate(paths):
+        seconds = probe(path).duration or 0.0
+        count = max(1, int(-(-seconds // CHUNK_S)))
+        chunks = tuple(CorpusChunk(1000 * n + i, n + 1, i, i * CHUNK_S, min(seconds, (i + 1) * CHUNK_S), "")
+                       for i in range(count))
+        videos.append(CorpusVideo(n + 1, n, str(path), "h264", chunks))
+    return videos
+
+
+def evidence_once(videos: list[CorpusVideo], frames: int, mode: str, media: Path) -> tuple[float, Evidence]:
+    """Wall seconds of one question's frames, from sampling to JPEG files, in ``media``."""
+    settings = Settings()
+    settings.root = media.parent
+    settings.media.dir = media.name
+    settings.eval.cold_frames = mode
+    t0 = time.perf_counter()
+    ev = uniform(videos, frames)
+    if mode == "keyframe":  # what select_evidence does after on_kept_frames (which finds nothing kept here)
+        ev = on_keyframes(ev, settings.media_dir)
+    parts = image_parts(settings, ev, (640, 480))
+    wall = time.perf_counter() - t0
+    assert len(parts) == frames and all(Path(p.path).is_file() for p in parts)
+    return wall, ev
+
+
+def fastest(repeats: int, once: Callable[[], float]) -> dict[str, Any]:
+    runs = []
+    for _ in range(repeats):
+        before = load()
+        runs.append((once(), before, load()))
+    best = min(runs)
+    return {"s": round(best[0], 3), "all_s": [round(r[0], 3) for r in runs], "load": [best[1], best[2]]}
+
+
+def ffmpeg_keyframes(paths: list[Path]) -> float:
+    """Wall seconds of ffmpeg decoding only the keyframes of every file, the files at once."""
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-threads", "1", "-skip_frame", "nokey"]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(len(paths)) as pool:
+        done = list(pool.map(lambda p: subprocess.run([*cmd, "-i", str(p), "-an", "-f", "null", "-"],
+                                                      capture_output=True, text=True), paths))
+    wall = time.perf_counter() - t0
+    for d in done:
+        if d.returncode:
+            raise SystemExit(f"ffmpeg failed: {d.stderr[-400:]}")
+    return wall
+
+
+def run(work: Path, minutes: float, repeats: int, frames: int) -> dict[str, Any]:
+    source = work / "videos" / "lecture-a.mp4"
+    if not source.exists():
+        t0 = time.perf_counter()
+        make_lecture(source, minutes)
+        print(f"made {minutes:g} min of 720p30 H.264 in {time.perf_counter() - t0:.0f} s", flush=True)
+    copy = source.with_name("lecture-b.mp4")
+    if not copy.exists():
+        shutil.copyfile(source, copy)
+    paths = [source, copy]
+    videos = corpus(paths)
+    keys = [keyframe_times(p) for p in paths]
+    results: dict[str, Any] = {"minutes_each": minutes, "frames": frames, "cpus": os.cpu_count(),
+                               "keyframes_per_file": [len(k) for k in keys]}
+    scratch = Path(tempfile.mkdtemp(prefix="evidence-", dir=work))
+
+    key_sets = [set(k) for k in keys]
+
+    def fresh(mode: str, keep_lists: bool = False) -> Callable[[], float]:
+        def once() -> float:
+            media = scratch / "media"
+            # the frame files always go; the keyframe lists (media/keyframes) only when not kept
+            shutil.rmtree(media / "frames" if keep_lists else media, ignore_errors=True)
+            wall, ev = evidence_once(videos, frames, mode, media)
+            on_keys = sum(1 for f in ev.frames if f.t in key_sets[f.video_id - 1])
+            results.setdefault("on_keyframes", {})[mode] = on_keys
+            return wall
+        return once
+
+    results["exact"] = fastest(repeats, fresh("exact"))
+    results["keyframe_lists_made"] = fastest(repeats, fresh("keyframe"))
+    fresh("keyframe", keep_lists=True)()  # make the lists once
+    results["keyframe_lists_cached"] = fastest(repeats, fresh("keyframe", keep_lists=True))
+    results["ffmpeg_keyframes_only"] = fastest(repeats, lambda: ffmpeg_keyframes(paths))
+    shutil.rmtree(scratch, ignore_errors=True)
+    table(results)
+    return results
+
+
+def table(r: dict[str, Any]) -> None:
+    n, keys = r["frames"], r["keyframes_per_file"]
+    print(f"\n{n} uniform frames of one pair, 2 x {r['minutes_each']:g} min 720p30 H.264 (keyframes per file: "
+          f"{keys}), no kept frames, 640x480 JPEGs; fastest of {len(r['exact']['all_s'])}; {r['cpus']} CPUs")
+    rows = [("exact timestamps (cold_frames = \"exact\")", r["exact"], r["on_keyframes"].get("exact")),
+            ("keyframe rule, keyframe lists made", r["keyframe_lists_made"], r["on_keyframes"].get("keyframe")),
+            ("keyframe rule, keyframe lists cached", r["keyframe_lists_cached"], None),
+            ("machine's limit: ffmpeg -skip_frame nokey, both files", r["ffmpeg_keyframes_only"], None)]
+    print(f"  {'':<56} {'wall s':>8} {'all runs':>24} {'on keys':>8} {'load':>12}")
+    for label, fig, on_keys in rows:
+        runs = " ".join(f"{s:.2f}" for s in fig["all_s"])
+        print(f"  {label:<56} {fig['s']:8.2f} {runs:>24} {'' if on_keys is None else on_keys:>8} "
+              f"{fig['load'][0]:5.2f}-{fig['load'][1]:<5.2f}")
+    best = r["keyframe_lists_made"]["s"]
+    print(f"  exact / keyframe: {r['exact']['s'] / max(best, 1e-9):.1f}x; keyframe / machine's limit: "
+          f"{best / max(r['ffmpeg_keyframes_only']['s'], 1e-9):.1f}x; goal <= {GOAL_S:g} s: "
+          f"{'met' if best <= GOAL_S else 'NOT met'}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench evidence", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10.0, help="length of each of the pair's two videos")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--frames", type=int, default=128)
+    parser.add_argument("--work", type=Path, default=Path("build/bench/evidence_cold"))
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = run(args.work.resolve(), args.minutes, args.repeats, args.frames)
+    (args.work.parent / "evidence_cold.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""Failure attribution (issue 20 deliverable 4; paper Sec. 4.5, Figs 9–12): why a judge got a pair wrong.
+
+Every judgment that is not a win — a wrong verdict (score 0) or no verdict (a reply without one, a
+refusal, a reward model's tie) — is put in exactly one category, from stored records only:
+
+- ``no_verdict``: the judge gave no verdict, whatever it was shown;
+- ``not_retrieved``: for some hop, none of the chunks the gold answer cites was among the chunks served;
+- ``not_sampled``: every hop's cited chunks were served, but for some hop no served frame lies inside the
+  gold answer's cited ranges (the chunk was there, the moment was not);
+- ``served_wrong``: every hop's cited moment was served as a frame, and the verdict was still wrong;
+- ``uncited``: the gold answer holds no readable citation for a hop (C1 rejects such answers: this
+  should stay 0; it is its own category so the counts still add up).
+
+The gold answer's citations (``qa.answer``, SPEC B4) are on each clip's own clock: clip 1 is the seed's
+first segment, clip 2 its second, so a cited range is ``segment.start + [a, b]`` seconds of that
+segment's video. What was served is the judgment's record (``judgment.evidence``): the chunk ids and
+the frames as (video id, seconds). The counts add up to the run's wrong + no-verdict judgments; each
+share carries its cluster-bootstrap interval over questions (analytics/intervals.py).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from sqlalchemy import select as core_select
+from sqlalchemy.engine import Engine
+from sqlmodel import col, func, select
+
+from playlisteval.analytics.intervals import Interval, bootstrap_mean
+from playlisteval.prompts.citations import parse_citations
+from playlisteval.store import transaction
+from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
+
+NO_VERDICT, NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, UNCITED = (
+    "no_verdict", "not_retrieved", "not_sampled", "served_wrong", "uncited")
+CATEGORIES = (NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, NO_VERDICT, UNCITED)
+LABELS = {NOT_RETRIEVED: "cited evidence not retrieved", NOT_SAMPLED: "retrieved but not sampled",
+          SERVED_WRONG: "served but still wrong", NO_VERDICT: "no verdict", UNCITED: "gold answer cites nothing"}
+EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class Hop:
+    video_id: int
+    ranges: list[tuple[float, float]]  # absolute seconds in the video
+    chunks: set[int]  # chunk ids the ranges touch
+
+
+@dataclass
+class Attribution:
+    run_id: int
+    judge: str
+    evidence: str
+    scope: str
+    judged: int
+    counts: dict[str, int] = field(default_factory=dict)
+    shares: dict[str, Interval | None] = field(default_factory=dict)
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.counts.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "judge": self.judge, "evidence": self.evidence, "scope": self.scope,
+                "judged": self.judged, "wrong_or_no_verdict": self.failed, "counts": self.counts,
+                "shares_ci": {c: v.as_dict() if v else None for c, v in self.shares.items()},
+                "labels": {c: LABELS[c] for c in CATEGORIES}, "examples": self.examples}
+
+
+def _loss_filter(run_id: int) -> Any:
+    """The run's judgments that are not a win, as a WHERE clause (the same test ``attribute`` applies)."""
+    return (col(Judgment.run_id) == run_id) & (col(Judgment.score) < 1.0)
+
+
+def _touched(chunks: list[tuple[float, float, int]], ends: float, ranges: list[tuple[float, float]]) -> set[int]:
+    """The ids of a video's chunks (sorted by start; ``ends`` the longest chunk) that overlap ``ranges``:
+    a bisect per range, so 100k items over long videos are not items × chunks comparisons."""
+    starts = [a for a, _, _ in chunks]
+    out: set[int] = set()
+    for lo, hi in ranges:
+        for a, b, cid in chunks[bisect_right(starts, lo - ends):bisect_left(starts, hi)]:
+            if a < hi and lo < b:
+                out.add(cid)
+    return out
+
+
+class _Loss(NamedTuple):
+    """A judgment that is not a win, with its pair's columns (one row of one query)."""
+
+    pair_id: int
+    outcome: str
+    score: float
+    verdict: str | None
+    evidence: dict[str, Any] | None
+    item_id: int
+    set_id: int
+    better_rating: int
+    worse_rating: int
+
+
+def _hops(s: Any, run_id: int, pairs: Sequence[_Loss]) -> dict[int, tuple[str, list[Hop | None]]]:
+    """item → (gold answer, [hop 1, hop 2]); a hop is None when the gold answer cites nothing in it.
+
+    The rows are found by joins and subqueries on the run's losses, never by a list of ids: at 100k
+    items an ``IN (?, ?, …)`` of every losing pair is over SQLite's variable limit (issue 26)."""
+    lost_items = select(Pair.item_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(_loss_filter(run_id))
+    lost_sets = select(Pair.set_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(_loss_filter(run_id))
+    answers = {int(d): str(a or "") for d, a in s.exec(
+        select(DistractorSet.id, QA.answer).join(QA, col(QA.id) == col(DistractorSet.qa_id))
+        .where(col(DistractorSet.id).in_(lost_sets))).all()}
+    seeds = {int(i): (int(a), int(b)) for i, a, b in s.exec(
+        select(Item.id, Seed.segment1_id, Seed.segment2_id).join(Seed, col(Seed.id) == col(Item.seed_id))
+        .where(col(Item.id).in_(lost_items))).all()}
+    seed_of = select(Item.seed_id).where(col(Item.id).in_(lost_items))
+    wanted = (col(Segment.id).in_(select(Seed.segment1_id).where(col(Seed.id).in_(seed_of)))
+              | col(Segment.id).in_(select(Seed.segment2_id).where(col(Seed.id).in_(seed_of))))
+    segments = {int(g): (int(v), float(a)) for g, v, a in s.exec(
+        select(Segment.id, Segment.video_id, Segment.start).where(wanted)).all()}
+    by_video: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+    for cid, vid, a, b in s.exec(select(Chunk.id, Chunk.video_id, Chunk.start, Chunk.end).where(
+            col(Chunk.video_id).in_(select(Segment.video_id).where(wanted)))).all():
+        by_video[int(vid)].append((float(a), float(b), int(cid)))
+    longest = {v: max(b - a for a, b, _ in rows) for v, rows in by_video.items()}
+    for rows in by_video.values():
+        rows.sort()
+    out: dict[int, tuple[str, list[Hop | None]]] = {}
+    for pair in pairs:
+        if pair.item_id in out:
+            continue
+        answer = answers.get(pair.set_id, "")
+        cited = parse_citations(answer).citations
+        hops: list[Hop | None] = []
+        for clip, segment_id in zip((1, 2), seeds.get(pair.item_id, (0, 0)), strict=True):
+            segment = segments.get(segment_id)
+            ranges = [(segment[1] + c.start, segment[1] + c.end) for c in cited if c.clip == clip] \
+                if segment else []
+            if segment is None or not ranges:
+                hops.append(None)
+                continue
+            video = segment[0]
+            hops.append(Hop(video, ranges, _touched(by_video.get(video, []), longest.get(video, 0.0), ranges)))
+        out[pair.item_id] = (answer, hops)
+    return out
+
+
+def category_of(outcome: str, score: float, hops: list[Hop | None], record: dict[str, Any]) -> str:
+    """The one category of a judgment that is not a win (see the module docstring for the order)."""
+    if outcome != "verdict" or score == 0.5:
+        return NO_VERDICT
+    if any(h is None for h in hops):
+        return UNCITED
+    served = {int(c) for c in record.get("chunks") or []}
+    frames = [(int(v), float(t)) for v, t in record.get("frames") or []]
+    present = [h for h in hops if h is not None]
+    if any(not (h.chunks & served) for h in present):
+        return NOT_RETRIEVED
+    if any(not any(v == h.video_id and any(lo <= t <= hi for lo, hi in h.ranges) for v, t in frames)
+           for h in present):
+        return NOT_SAMPLED
+    return SERVED_WRONG
+
+
+def attribute(engine: Engine, run_id: int, *, seed: int) -> Attribution:
+    """Classify every wrong or no-verdict judgment of run ``run_id``."""
+    with transaction(engine) as s:
+        run = s.get(JudgeRun, run_id)
+        if run is None:
+            raise LookupError(f"no judge run {run_id} (see `playlisteval eval runs`)")
+        judged = int(s.exec(select(func.count()).select_from(Judgment).where(Judgment.run_id == run_id)).one())
+        # columns, not ORM objects: building 400k Judgment and Pair instances was most of the time
+        losses = [_Loss(*row) for row in s.execute(
+            core_select(*(col(c) for c in (Judgment.pair_id, Judgment.outcome, Judgment.score, Judgment.verdict,
+                                           Judgment.evidence, Pair.item_id, Pair.set_id, Pair.better_rating,
+                                           Pair.worse_rating)))
+            .join(Pair, col(Pair.id) == col(Judgment.pair_id))
+            .where(_loss_filter(run_id)).order_by(col(Judgment.pair_id))).all()]
+        hops = _hops(s, run_id, losses)
+        out = Attribution(run_id, run.judge, run.evidence, run.scope, judged=judged)
+    labels: list[str] = []
+    clusters: list[int] = []
+    examples: dict[str, list[dict[str, Any]]] = {c: [] for c in CATEGORIES}
+    for j in losses:
+        pair = j
+        item_hops = hops[pair.item_id][1]
+        category = category_of(j.outcome, j.score, item_hops, j.evidence or {})
+        labels.append(category)
+        clusters.append(pair.item_id)
+        if len(examples[category]) < EXAMPLES:
+            examples[category].append({
+                "pair_id": j.pair_id, "item_id": pair.item_id, "ratings": f"{pair.better_rating}>{pair.worse_rating}",
+                "verdict": j.verdict, "outcome": j.outcome, "show": f"playlisteval show {pair.item_id}",
+                "cited_chunks": [sorted(h.chunks) if h else [] for h in item_hops],
+                "served_chunks": list(j.evidence.get("chunks") or []) if j.evidence else []})
+    counts = Counter(labels)
+    out.counts = {c: int(counts.get(c, 0)) for c in CATEGORIES}
+    out.examples = examples
+    for c in CATEGORIES:
+        out.shares[c] = (bootstrap_mean([1.0 if x == c else 0.0 for x in labels], clusters, seed=seed)
+                         if labels else None)
+    return out

@@ -1,0 +1,150 @@
+"""Best-of-k from pairwise verdicts: would the judge, shown a question's answers, pick the best one?
+
+Why: a benchmark question holds k answers of graded quality (five, rated 5 … 1, the gold rated highest),
+and it is judged as pairs. Pairwise accuracy says how often the judge orders two answers right; the use a
+judge is put to (reranking candidates, best-of-n sampling) asks whether it puts the *best* answer first.
+
+Rule: the judge picks the best for a question when the gold answer wins every pair it was in — every
+verdict on a gold pair says gold is better, and none is a no-verdict (a no-verdict names no winner, so
+the judge did not pick the gold). A question whose judged pairs lack some gold pairs is scored on the
+gold pairs present (which is easier: fewer rivals to beat); how many questions had the gold paired with
+every other answer is reported, with the score over those questions alone. A question with no gold pair
+at all cannot be scored and is counted instead. The score is the share of scored questions, with a
+cluster-bootstrap interval (each question its own cluster, or a label passed per question: its video or
+playlist).
+
+Chance: a judge that ranks the answers at random picks the gold with probability 1/(r + 1) when the gold
+met r rivals — 1/5 = 20 % with all four — averaged over the scored questions. A judge that flips a coin
+per pair does worse, 2^-(gold pairs) (1/16 with four pairs); both are given.
+
+Rank agreement (Borda-style): per question each answer scores its wins over the judged pairs (a
+no-verdict is a win for neither); Kendall's tau-b between those win counts and the true ratings, over the
+answers present in the question's pairs, averaged over questions with a cluster-bootstrap interval. Tau
+is undefined when every answer has the same number of wins (such questions are left out and counted).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from playlisteval.analytics.intervals import LEVEL, RESAMPLES, bootstrap_mean
+
+
+class PairVerdict(NamedTuple):
+    question: Hashable
+    better: Hashable  # the id of the higher-rated answer
+    worse: Hashable  # the id of the lower-rated answer
+    verdict: bool | int | None  # 1/True: the judge preferred `better`; 0/False: `worse`; None: no verdict
+
+
+RULE = "gold wins every gold pair judged (a no-verdict loses); scored on the gold pairs present"
+
+
+def kendall_tau_b(x: Iterable[float], y: Iterable[float]) -> float | None:
+    """Kendall's tau-b (ties in either ranking corrected); None when either ranking is all ties."""
+    a, b = np.asarray(list(x), dtype=np.float64), np.asarray(list(y), dtype=np.float64)
+    if len(a) != len(b):
+        raise ValueError(f"tau of {len(a)} against {len(b)} values")
+    upper = np.triu(np.ones((len(a), len(a)), dtype=bool), 1)
+    sa, sb = np.sign(a[:, None] - a[None, :])[upper], np.sign(b[:, None] - b[None, :])[upper]
+    untied_a, untied_b = int(np.count_nonzero(sa)), int(np.count_nonzero(sb))
+    if untied_a == 0 or untied_b == 0:
+        return None
+    return float(np.sum(sa * sb) / np.sqrt(float(untied_a) * float(untied_b)))
+
+
+def _verdict(v: bool | int | None, q: Hashable) -> int | None:
+    if v is None:
+        return None
+    if v in (0, 1):
+        return int(v)
+    raise ValueError(f"question {q!r}: verdict {v!r} is not 1 (better preferred), 0 or None")
+
+
+def _interval(values: list[float], labels: list[Hashable], method: str, seed: int, resamples: int,
+              level: float) -> dict[str, Any]:
+    if not values:
+        return {"estimate": None, "low": None, "high": None, "n": 0, "clusters": 0, "level": level,
+                "method": method}
+    return {**bootstrap_mean(values, labels, seed=seed, resamples=resamples, level=level).as_dict(),
+            "method": method}
+
+
+def best_of_k(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, bool | int | None]],
+              ratings: Mapping[Any, Mapping[Any, float]], *,
+              clusters: Mapping[Any, Hashable] | None = None, seed: int, resamples: int = RESAMPLES,
+              level: float = LEVEL) -> dict[str, Any]:
+    """Best-of-k score and rank agreement of a judge's pairwise verdicts. ``ratings[question][answer]`` is
+    each answer's true rating (the gold: the single highest); ``clusters[question]`` an optional label to
+    resample by (default: each question its own cluster)."""
+    by_question: dict[Hashable, list[tuple[Hashable, Hashable, int | None]]] = defaultdict(list)
+    for raw in pairs:
+        q, better, worse, verdict = PairVerdict(*raw)
+        if q not in ratings:
+            raise ValueError(f"a pair of question {q!r}, which has no ratings")
+        rated = ratings[q]
+        for answer in (better, worse):
+            if answer not in rated:
+                raise ValueError(f"question {q!r}: answer {answer!r} has no rating")
+        if not rated[better] > rated[worse]:
+            raise ValueError(f"question {q!r}: 'better' {better!r} is not rated above 'worse' {worse!r}")
+        by_question[q].append((better, worse, _verdict(verdict, q)))
+    if clusters is not None and (missing := [q for q in ratings if q not in clusters]):
+        raise ValueError(f"{len(missing)} questions have no cluster label (e.g. {missing[0]!r})")
+
+    picked: list[tuple[float, Hashable, bool]] = []  # (picked the gold, cluster, gold met every rival)
+    taus: list[tuple[float, Hashable]] = []
+    random_ranking, coin_flips = [], []
+    unscored = undefined = gold_no_verdict = 0
+    for q in sorted(ratings, key=repr):  # canonical order (the bootstrap itself is order-free)
+        rated, judged = ratings[q], by_question.get(q, [])
+        top = max(rated.values())
+        golds = [a for a, r in rated.items() if r == top]
+        if len(golds) != 1:
+            raise ValueError(f"question {q!r}: {len(golds)} answers share the top rating (one gold expected)")
+        gold, label = golds[0], (q if clusters is None else clusters[q])
+        gold_pairs = [(w, v) for b, w, v in judged if b == gold]
+        if gold_pairs:
+            rivals = {w for w, _ in gold_pairs}
+            gold_no_verdict += sum(v is None for _, v in gold_pairs)
+            picked.append((float(all(v == 1 for _, v in gold_pairs)), label, rivals == set(rated) - {gold}))
+            random_ranking.append(1 / (len(rivals) + 1))
+            coin_flips.append(0.5 ** len(gold_pairs))
+        else:
+            unscored += 1
+        wins: dict[Hashable, int] = {a: 0 for b, w, _ in judged for a in (b, w)}
+        for b, w, v in judged:
+            if v is not None:
+                wins[b if v == 1 else w] += 1
+        if len(wins) >= 2:
+            answers = list(wins)
+            tau = kendall_tau_b([wins[a] for a in answers], [rated[a] for a in answers])
+            if tau is None:
+                undefined += 1
+            else:
+                taus.append((tau, label))
+    if not picked:
+        raise ValueError("no question has a judged pair with its gold answer: best-of-k cannot be scored")
+    complete = [(v, c) for v, c, full in picked if full]
+    return {
+        "method": f"best-of-k: {RULE}; cluster bootstrap (percentile) by "
+                  f"{'question' if clusters is None else 'the given cluster labels'}",
+        "rule": RULE, "questions": len(ratings), "questions_scored": len(picked),
+        "questions_without_gold_pairs": unscored, "questions_with_all_gold_pairs": len(complete),
+        "gold_pairs_without_verdict": gold_no_verdict, "resamples": resamples, "level": level, "seed": seed,
+        "best_of": _interval([v for v, _, _ in picked], [c for _, c, _ in picked],
+                             "share of scored questions whose gold won all its judged pairs", seed, resamples, level),
+        "best_of_complete": _interval([v for v, _ in complete], [c for _, c in complete],
+                                      "the same over questions whose gold met every other answer", seed,
+                                      resamples, level),
+        "chance": {"random_ranking": float(np.mean(random_ranking)), "coin_flip_pairs": float(np.mean(coin_flips)),
+                   "method": "mean over scored questions of 1/(rivals+1) and of 2^-(gold pairs)"},
+        "kendall_tau": {**_interval([t for t, _ in taus], [c for _, c in taus],
+                                    "mean over questions of Kendall tau-b between wins and true ratings", seed,
+                                    resamples, level),
+                        "questions": len(taus), "undefined": undefined},
+    }

@@ -1,0 +1,210 @@
+"""The trust figures of a benchmark (issue 21): how small a difference it can detect, every pair of judges
+compared with Holm's correction, stability over repeated samples, the blind (``--modality none``) run,
+accuracy by where the evidence sits, and best-of-5.
+
+Why: a rate with an interval says how sure one number is; these say whether the benchmark can answer the
+questions a researcher asks of it (does A beat B, given the other comparisons made; does the video matter;
+is the judge stable). The statistics are the pure modules (power, multiplicity, stability, best_of,
+intervals); this module only chooses the observations. Every figure's JSON carries its interval, its
+``method``, ``clusters`` and ``resamples``; a no-verdict scores 0.5 as everywhere else (SPEC G4) except in
+stability and best-of-5, whose modules treat it as no verdict.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import combinations
+from typing import Any
+
+from playlisteval.analytics import best_of, multiplicity, power, stability
+from playlisteval.analytics.intervals import bootstrap_difference, bootstrap_mean
+from playlisteval.analytics.rates import Bootstrap
+from playlisteval.analytics.trust_data import UNITS, Observations
+
+POSITION_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
+DISTANCE_BINS = (("same video", 0.0, 0.5), ("adjacent videos", 0.5, 1.5), ("2+ videos apart", 1.5, float("inf")))
+
+
+def _verdict(score: float) -> int | None:
+    return None if score == 0.5 else int(score == 1.0)
+
+
+def _boot(boot: Bootstrap) -> dict[str, Any]:
+    return {"unit": boot.unit, "resamples": boot.resamples, "level": boot.level, "seed": boot.seed}
+
+
+def _iv(values: list[float], labels: list[str], boot: Bootstrap, method: str, null: float | None = None
+        ) -> dict[str, Any]:
+    iv = bootstrap_mean(values, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level, null=null)
+    return {**iv.as_dict(), "resamples": boot.resamples, "unit": boot.unit, "method": method}
+
+
+def _diff(a: list[float], b: list[float], labels: list[str], boot: Bootstrap, method: str) -> dict[str, Any]:
+    iv = bootstrap_difference(a, b, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level)
+    return {**iv.as_dict(), "resamples": boot.resamples, "unit": boot.unit,
+            "method": f"{method}; paired cluster bootstrap by {boot.unit}, p by sign flips of the clusters' sums"}
+
+
+def _mde_of(d: list[float], obs: Observations, pairs: list[int], unit: str, alpha: float, power_: float
+            ) -> float | None:
+    if len(d) < 2:
+        return None
+    got = power.paired_power(d, {unit: obs.labels(pairs, unit)}, alpha, power_)["units"][unit]
+    return got["mde"] if got["mde"] is not None else got["mde_normal"]
+
+
+def power_figures(obs: Observations, evidence: str, alpha: float = power.ALPHA, power_: float = power.POWER
+                  ) -> dict[str, Any]:
+    """The MDE per clustering unit from the benchmark's own ICC: of the two best-covered main runs' paired
+    difference when two judges exist, else of one judge (var(d) = 2p(1−p), conservative)."""
+    mains = obs.main_runs(evidence)
+    model = [j for j in mains if not j.startswith("shortcut/")] or list(mains)
+    if not model:
+        return {"note": f"no main run at {evidence} evidence: nothing to size", "units": {}}
+    ranked = sorted(model, key=lambda j: (-len(obs.scores[mains[j]]), j))
+    a = ranked[0]
+    b = next((j for j in ranked[1:]), None) or next((j for j in mains if j != a), None)
+    if b is not None:
+        pairs = sorted(set(obs.scores[mains[a]]) & set(obs.scores[mains[b]]))
+        xa, xb = [obs.scores[mains[a]][p] for p in pairs], [obs.scores[mains[b]][p] for p in pairs]
+    else:
+        pairs = sorted(obs.scores[mains[a]])
+        xa, xb = [obs.scores[mains[a]][p] for p in pairs], None
+    if len(pairs) < 2:
+        return {"note": "fewer than 2 pairs judged: nothing to size", "units": {}}
+    out = power.power_report(xa, xb, {u: obs.labels(pairs, u) for u in UNITS}, alpha, power_)
+    return {**out, "judges": [a] if b is None else [a, b], "evidence": evidence, "resamples": None,
+            "clusters": {u: v["clusters"] for u, v in out["units"].items()}}
+
+
+def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float = power.ALPHA,
+                 power_: float = power.POWER) -> dict[str, Any]:
+    """Every pair of judges' main runs on the pairs both judged: difference, interval, p, Holm-adjusted p
+    across the table, and the MDE of that comparison (by the bootstrap's unit)."""
+    mains = obs.main_runs(evidence)
+    rows: list[dict[str, Any]] = []
+    for a, b in combinations(sorted(mains), 2):
+        sa, sb = obs.scores[mains[a]], obs.scores[mains[b]]
+        pairs = sorted(set(sa) & set(sb))
+        row: dict[str, Any] = {"judge_a": a, "judge_b": b, "run_a": mains[a], "run_b": mains[b], "pairs": len(pairs)}
+        if not pairs:
+            rows.append({**row, "difference": None, "p_value": None, "mde": None, "note": "no pair judged by both"})
+            continue
+        xa, xb = [sa[p] for p in pairs], [sb[p] for p in pairs]
+        diff = _diff(xa, xb, obs.labels(pairs, boot.unit), boot, f"{a} minus {b} accuracy")
+        d = [x - y for x, y in zip(xa, xb, strict=True)]
+        rows.append({**row, "difference": diff, "p_value": diff["p_value"],
+                     "mde": _mde_of(d, obs, pairs, boot.unit, alpha, power_)})
+    adjusted = multiplicity.holm([r["p_value"] for r in rows], alpha)
+    for r, p, rejected in zip(rows, adjusted["adjusted"], adjusted["rejected"], strict=True):
+        r["p_holm"], r["rejected"] = p, rejected
+    return {"evidence": evidence, "alpha": alpha, "power": power_, **_boot(boot),
+            "method": (f"paired difference of main runs on common pairs, cluster bootstrap by {boot.unit}; "
+                       f"sign-flip p; {multiplicity.METHOD}; MDE at power {power_} from the pair's own ICC"),
+            "m": adjusted["m"], "rows": rows}
+
+
+def _sample_groups(obs: Observations) -> dict[tuple[str, str], list[int]]:
+    """(judge, options without the sample index) → the runs that sampled it (runs with a temperature)."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for run in obs.runs.values():
+        settings = run.settings or {}
+        if settings.get("temperature") is None:
+            continue
+        key = {k: v for k, v in settings.items() if k != "sample"}
+        groups[(run.judge, repr(sorted(key.items())))].append(run.run_id)
+    return {k: sorted(v, key=lambda r: ((obs.runs[r].settings or {}).get("sample", 0), r)) for k, v in groups.items()}
+
+
+def sample_stability(obs: Observations, judge: str, runs: list[int], boot: Bootstrap) -> dict[str, Any]:
+    """One judge's samples (``runs``, one per sample): expected and consensus accuracy and consistency,
+    each with its interval, over the pairs every sample judged (what `eval judge --samples N` prints)."""
+    settings = obs.runs[runs[0]].settings or {}
+    pairs = sorted(set.intersection(*(set(obs.scores[r]) for r in runs)))
+    entry: dict[str, Any] = {"judge": judge, "runs": runs, "samples": len(runs),
+                             "temperature": settings.get("temperature"), "evidence": settings.get("evidence")}
+    if not pairs:
+        return {**entry, "note": "no pair judged by every sample yet"}
+    verdicts = [[_verdict(obs.scores[r][p]) for r in runs] for p in pairs]
+    got = stability.stability(verdicts, obs.labels(pairs, boot.unit), seed=boot.seed, resamples=boot.resamples,
+                              level=boot.level)
+    got["verdicts"] = got.pop("samples")  # its count of every verdict; "samples" stays the samples per pair
+    return {**entry, **got}
+
+
+def stability_figures(obs: Observations, boot: Bootstrap) -> list[dict[str, Any]]:
+    """Per sampled judge (``eval judge --samples N --temperature T``): its samples' stability figures."""
+    return [sample_stability(obs, judge, runs, boot) for (judge, _), runs in sorted(_sample_groups(obs).items())]
+
+
+def blind_figures(obs: Observations, boot: Bootstrap) -> list[dict[str, Any]]:
+    """Per judge with a ``--modality none`` run: its accuracy and its difference from the same judge's run
+    with the video (same evidence, scope and sides; the main run when there are several)."""
+    out = []
+    for run in sorted(obs.runs.values(), key=lambda r: r.run_id):
+        if run.modality != "none" or not obs.scores[run.run_id]:
+            continue
+        blind = obs.scores[run.run_id]
+        pairs = sorted(blind)
+        entry: dict[str, Any] = {"judge": run.judge, "run": run.run_id, "evidence": run.evidence, "scope": run.scope,
+                                 "accuracy": _iv([blind[p] for p in pairs], obs.labels(pairs, boot.unit), boot,
+                                                 "accuracy with the question and answers only (no video)", 0.5)}
+        video = sorted((r for r in obs.runs.values() if r.judge == run.judge and r.modality != "none"
+                        and (r.evidence, r.scope, r.swapped) == (run.evidence, run.scope, run.swapped)
+                        and (r.settings or {}).get("temperature") is None), key=lambda r: (not r.main, r.run_id))
+        if video:
+            seen = obs.scores[video[0].run_id]
+            common = sorted(set(seen) & set(blind))
+            entry["video_run"] = video[0].run_id
+            entry["difference"] = None if not common else _diff(
+                [seen[p] for p in common], [blind[p] for p in common], obs.labels(common, boot.unit), boot,
+                "accuracy with the video minus without (how much the video matters)")
+        out.append(entry)
+    return out
+
+
+def _binned(obs: Observations, run: int, of: dict[int, float], bins: tuple[tuple[str, float, float], ...],
+            boot: Bootstrap, what: str) -> list[dict[str, Any]]:
+    scores = obs.scores[run]
+    out = []
+    for name, low, high in bins:
+        pairs = sorted(p for p in scores if obs.item_of[p] in of and low <= of[obs.item_of[p]] < high)
+        out.append({"bin": name, "pairs": len(pairs), "accuracy": None if not pairs else _iv(
+            [scores[p] for p in pairs], obs.labels(pairs, boot.unit), boot, f"accuracy of pairs whose {what}")})
+    return out
+
+
+def position_figures(obs: Observations, positions: dict[int, dict[str, float]], evidence: str, boot: Bootstrap
+                     ) -> list[dict[str, Any]]:
+    """Per judge's main run: accuracy by the cited segments' position in the playlist (early / middle /
+    late thirds of its segments) and by how many videos apart the two segments are."""
+    where = {q: v["position"] for q, v in positions.items()}
+    apart = {q: v["videos_apart"] for q, v in positions.items()}
+    return [{"judge": judge, "run": run,
+             "by_position": _binned(obs, run, where, POSITION_BINS, boot, "cited segments sit in that third of "
+                                    "the playlist's segments (mean rank of the two)"),
+             "by_distance": _binned(obs, run, apart, DISTANCE_BINS, boot, "two segments are that far apart")}
+            for judge, run in sorted(obs.main_runs(evidence).items())]
+
+
+def best_of_figures(obs: Observations, ratings: dict[int, dict[int, float]], evidence: str, boot: Bootstrap
+                    ) -> list[dict[str, Any]]:
+    """Per judge's main run: best-of-5 from its pairwise verdicts (chance 20 %), with its interval."""
+    out = []
+    for judge, run in sorted(obs.main_runs(evidence).items()):
+        scores = obs.scores[run]
+        pairs = [(obs.item_of[p], *obs.ratings[p], _verdict(s)) for p, s in sorted(scores.items())
+                 if obs.item_of[p] in ratings]
+        questions = {q for q, *_ in pairs}
+        labels: dict[int, Any] = {}  # each question's unit from its first pair: one pass (issue 26: was
+        for p in scores:             # questions x pairs, 10^11 steps at 100k items)
+            if obs.item_of[p] in questions:
+                labels.setdefault(obs.item_of[p], obs.units[p][boot.unit])
+        try:
+            got = best_of.best_of_k(pairs, {q: ratings[q] for q in questions}, clusters=labels, seed=boot.seed,
+                                    resamples=boot.resamples, level=boot.level)
+        except ValueError as exc:  # no gold pair judged: said, not scored
+            out.append({"judge": judge, "run": run, "note": str(exc)})
+            continue
+        out.append({"judge": judge, "run": run, **got, "clusters": got["best_of"]["clusters"]})
+    return out

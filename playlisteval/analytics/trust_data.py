@@ -1,0 +1,111 @@
+"""The per-pair observations the trust figures (issue 21) are computed from, read once from the analytics views.
+
+Why a module of its own: power, the judge-vs-judge table, stability, the blind run, position and best-of-5
+all need the same thing — each run's score on each pair, with the pair's question, video and playlist (the
+clustering units) and its ratings — and reading it once keeps the report to one scan of ``judgment_facts``.
+Everything is keyed by content (run ids, pair ids and the units' names), never by row order, so the
+numbers are the same on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from playlisteval.analytics.runner import Analytics
+from playlisteval.eval import runkey
+
+UNITS = ("question", "video", "playlist")
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: int
+    judge: str
+    evidence: str
+    scope: str
+    swapped: bool
+    modality: str
+    settings: dict[str, Any] | None
+    main: bool
+
+
+@dataclass
+class Observations:
+    """What one benchmark's judgments say: ``scores[run][pair]`` (1, 0 or 0.5 for no verdict), each
+    pair's units and ratings, and the runs."""
+
+    runs: dict[int, Run] = field(default_factory=dict)
+    scores: dict[int, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
+    units: dict[int, dict[str, str]] = field(default_factory=dict)  # pair → unit → cluster name
+    item_of: dict[int, int] = field(default_factory=dict)  # pair → question (item id)
+    ratings: dict[int, tuple[int, int]] = field(default_factory=dict)  # pair → (better, worse rating)
+
+    def labels(self, pairs: list[int], unit: str) -> list[str]:
+        return [self.units[p][unit] for p in pairs]
+
+    def main_runs(self, evidence: str) -> dict[str, int]:
+        """judge → its main run at ``evidence``, full-domain scope, sides as drawn (the leaderboard's)."""
+        return {r.judge: r.run_id for r in sorted(self.runs.values(), key=lambda r: r.run_id)
+                if r.main and r.evidence == evidence and r.scope == "domain" and not r.swapped}
+
+
+def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
+    """Every judgment of the benchmark (all benchmarks when none is chosen) with its pair's facts."""
+    where, params = ("j.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
+    obs = Observations()
+    main = {int(r["run_id"]) for r in an.rows("SELECT run_id FROM main_run")}
+    for r in an.rows(f"SELECT r.id, r.judge, r.evidence, r.scope, r.swapped, r.modality, r.settings "
+                     f"FROM judge_run AS r WHERE {where.replace('j.', 'r.')}", params):
+        run_id = int(r["id"])
+        obs.runs[run_id] = Run(run_id, str(r["judge"]), str(r["evidence"]), str(r["scope"]), bool(r["swapped"]),
+                               str(r["modality"] or ""), runkey.parse_settings(r["settings"]), run_id in main)
+    got = an.arrays(f"SELECT j.run_id, j.pair_id, j.item_id, j.score, p.better_rating, p.worse_rating, "
+                    f"c.question, c.video, c.playlist FROM judgment_facts AS j "
+                    f"JOIN pair_facts AS p ON p.pair_id = j.pair_id "
+                    f"JOIN question_cluster AS c ON c.item_id = j.item_id WHERE {where} ORDER BY j.run_id, j.pair_id",
+                    params)
+    runs, pairs = np.asarray(got["run_id"]).tolist(), np.asarray(got["pair_id"]).tolist()
+    items, scores = np.asarray(got["item_id"]).tolist(), np.asarray(got["score"], dtype=np.float64).tolist()
+    better, worse = np.asarray(got["better_rating"]).tolist(), np.asarray(got["worse_rating"]).tolist()
+    names = {u: np.asarray(got[u]).tolist() for u in UNITS}
+    for i, (run, pair) in enumerate(zip(runs, pairs, strict=True)):
+        obs.scores[int(run)][int(pair)] = float(scores[i])
+        if pair not in obs.units:
+            obs.units[int(pair)] = {u: str(names[u][i]) for u in UNITS}
+            obs.item_of[int(pair)] = int(items[i])
+            obs.ratings[int(pair)] = (int(better[i]), int(worse[i]))
+    return obs
+
+
+def answer_ratings(an: Analytics, pairs: set[int]) -> dict[int, dict[int, float]]:
+    """question → every answer's rating in the answer set its benchmark pairs come from (answers named by
+    their rating: a set holds one answer per rating)."""
+    out: dict[int, dict[int, float]] = defaultdict(dict)
+    for r in an.rows("SELECT DISTINCT p.pair_id, p.item_id, a.rating FROM pair_facts AS p "
+                     "JOIN answer AS a ON a.set_id = p.set_id"):
+        if int(r["pair_id"]) in pairs:
+            out[int(r["item_id"])][int(r["rating"])] = float(r["rating"])
+    return dict(out)
+
+
+def segment_positions(an: Analytics) -> dict[int, dict[str, float]]:
+    """question → where its two cited segments sit in their playlist: ``position`` (the mean of both
+    segments' ranks among the playlist's segments, 0 first … 1 last) and ``videos_apart``."""
+    rows = an.rows(
+        "WITH seg AS (SELECT g.id, v.playlist_id, v.position AS vpos, "
+        "rank() OVER (PARTITION BY v.playlist_id, g.embedder ORDER BY v.position, g.start, g.idx) - 1 AS r, "
+        "count(*) OVER (PARTITION BY v.playlist_id, g.embedder) AS m FROM segment AS g "
+        "JOIN video AS v ON v.id = g.video_id) "
+        "SELECT i.id AS item_id, s1.r AS r1, s2.r AS r2, s1.m AS m, s1.vpos AS v1, s2.vpos AS v2 FROM item AS i "
+        "JOIN seed AS s ON s.id = i.seed_id JOIN seg AS s1 ON s1.id = s.segment1_id "
+        "JOIN seg AS s2 ON s2.id = s.segment2_id")
+    out: dict[int, dict[str, float]] = {}
+    for r in rows:
+        m = int(r["m"])
+        position = 0.5 if m <= 1 else (float(r["r1"]) + float(r["r2"])) / 2 / (m - 1)
+        out[int(r["item_id"])] = {"position": position, "videos_apart": abs(float(r["v1"]) - float(r["v2"]))}
+    return out

@@ -1,0 +1,100 @@
+"""The trust figures (analytics/trust.py) as report sections and as the leaderboard's extra JSON keys.
+
+Why apart from trust.py: that module chooses observations and calls the statistics; this one only lays
+the results out (cells as text, intervals as the shared ``ci`` cells), so the page, the terminal and
+``--json`` show the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playlisteval.analytics import trust, trust_data
+from playlisteval.analytics.intervals import Interval
+from playlisteval.analytics.rates import Bootstrap
+from playlisteval.analytics.runner import Analytics
+from playlisteval.analytics.tabular import Col, Section, display
+
+PAIRED_COLS = [Col("judge_a", "Judge A"), Col("judge_b", "Judge B"), Col("pairs", "Pairs", "int"),
+               Col("difference_ci", "A − B pts [CI]", "cipts"), Col("p_value", "p", "p"),
+               Col("p_holm", "p (Holm)", "p"), Col("mde", "MDE pts", "pct")]
+POWER_COLS = [Col("unit", "Unit"), Col("clusters", "Clusters", "int"), Col("icc", "ICC"),
+              Col("design_effect", "Design effect"), Col("mde", "MDE pts", "pct"),
+              Col("pairs_for_5", "Pairs for 5 pts", "int")]
+RATE_COLS = [Col("judge", "Judge"), Col("what", "Figure"), Col("rate_ci", "% [CI]", "ci"), Col("n", "Pairs", "int"),
+             Col("note", "Note")]
+
+
+def _interval(d: dict[str, Any] | None) -> Interval | None:
+    if not d or d.get("estimate") is None:
+        return None
+    return Interval(d["estimate"], d.get("low"), d.get("high"), int(d.get("n", 0)), int(d.get("clusters", 0)),
+                    d.get("level", 0.95), d.get("p_value"), d.get("null"))
+
+
+def figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> dict[str, Any]:
+    """Every trust figure of the benchmark, as JSON-ready dicts."""
+    obs = trust_data.load(an, bench)
+    return {"power": trust.power_figures(obs, evidence), "paired": trust.paired_table(obs, evidence, boot),
+            "stability": trust.stability_figures(obs, boot), "blind": trust.blind_figures(obs, boot),
+            "position": trust.position_figures(obs, trust_data.segment_positions(an), evidence, boot),
+            "best_of": trust.best_of_figures(obs, trust_data.answer_ratings(an, set(obs.units)), evidence, boot)}
+
+
+def leaderboard_keys(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> dict[str, Any]:
+    """What `leaderboard --json` adds: the judge-vs-judge table with Holm's p-values and the power figures."""
+    obs = trust_data.load(an, bench)
+    return {"paired": trust.paired_table(obs, evidence, boot), "power": trust.power_figures(obs, evidence)}
+
+
+def _num(value: Any) -> str:
+    return "—" if value is None else f"{float(value):.3f}"
+
+
+def paired_rows(paired: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**r, "difference_ci": _interval(r["difference"])} for r in paired["rows"]]
+
+
+def _rates(fig: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def add(judge: str, what: str, d: dict[str, Any] | None, note: str = "") -> None:
+        iv = _interval(d)
+        rows.append({"judge": judge, "what": what, "rate_ci": iv, "n": iv.n if iv else 0, "note": note})
+
+    for s in fig["stability"]:
+        label = f"{s['judge']} ({s['samples']} samples, T={s['temperature']})"
+        for key, what in (("expected_accuracy", "expected accuracy"), ("consensus_accuracy", "consensus accuracy"),
+                          ("consistency", "consistency (all samples agree)")):
+            add(label, what, s.get(key), s.get("note", ""))
+    for b in fig["blind"]:
+        add(b["judge"], "blind accuracy (question and answers only)", b["accuracy"])
+        add(b["judge"], "video − blind (pts)", b.get("difference"), "" if b.get("video_run") else "no video run")
+    for p in fig["position"]:
+        for part, key in (("position", "by_position"), ("distance", "by_distance")):
+            for cell in p[key]:
+                add(p["judge"], f"{part}: {cell['bin']}", cell["accuracy"])
+    for b in fig["best_of"]:
+        chance = b.get("chance", {}).get("random_ranking")
+        add(b["judge"], "best-of-5 (gold wins all its pairs)", b.get("best_of"),
+            b.get("note", "") or (f"chance {100 * chance:.0f} % here (20 % with all four rivals)" if chance else ""))
+    return rows
+
+
+def section(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> Section:
+    """The report's section: power per unit, judge − judge with Holm, stability, blind, position, best-of-5."""
+    fig = figures(an, bench, boot, evidence)
+    power_rows = [{**u, "icc": _num(u["icc"]), "design_effect": _num(u["design_effect"]),
+                   "pairs_for_5": next((p["pairs"] for p in u["pairs_for"] or [] if p["difference"] == 0.05), None)}
+                  for u in fig["power"].get("units", {}).values()]
+    judges = " vs ".join(fig["power"].get("judges", [])) or "—"
+    note = (f"Minimum detectable difference (MDE) at alpha 0.05 and 80 % power from this benchmark's own "
+            f"intra-cluster correlation ({judges}); every judge − judge comparison on the pairs both judged, "
+            f"p-values Holm-adjusted across the table, with its own MDE; stability over repeated samples "
+            f"(`eval judge --samples N --temperature T`); the blind run (`--modality none`) and its difference "
+            f"from the video run; accuracy by where the cited segments sit in the playlist; best-of-5 (chance "
+            f"20 %). {boot.label}.")
+    return Section("trust", "Power, paired comparisons and validity checks", note, tables=[
+        ("Minimum detectable difference by clustering unit", display(power_rows, POWER_COLS)),
+        ("Judge − judge (main runs, Holm-adjusted)", display(paired_rows(fig["paired"]), PAIRED_COLS)),
+        ("Stability, blind run, evidence position, best-of-5", display(_rates(fig), RATE_COLS))])

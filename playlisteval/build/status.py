@@ -1,0 +1,77 @@
+"""What `playlisteval status` reads (``Status``): items per state, attempts, calls, rejections, spend.
+
+Its own module below the actors (issue 26): the command reads the store's running counts and needs
+neither the engine nor the broker, and importing ``playlisteval.actors`` (dramatiq, the stages, the
+workers) was about a third of the whole command's time. ``actors.build_run`` re-exports both names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlmodel import col, select
+
+from playlisteval.config import Settings
+from playlisteval.models.batch.listing import open_batches
+from playlisteval.models.budget import PAUSED_KEY, budget_usd, spend
+from playlisteval.models.simulated import is_simulated
+from playlisteval.store import counts, open_store, transaction
+from playlisteval.store.states import State
+from playlisteval.store.tables import Item, KeyValue
+
+
+@dataclass
+class Status:
+    seeds: int
+    states: dict[str, int]
+    phase1_attempts: int
+    phase2_attempts: int
+    spent_usd: float  # shown: paid + open reservations (the two below)
+    budget_usd: float
+    paused: str | None
+    calls: int
+    cache_hits: int
+    tokens: int
+    failures: list[tuple[int, str]] = field(default_factory=list)
+    rejections: dict[str, int] = field(default_factory=dict)
+    simulated: bool = False  # built by the sim world: its numbers exercise the machinery only
+    batches: list[dict[str, object]] = field(default_factory=list)  # open batches (issue 15): models/batch_run.py
+    paid_usd: float = 0.0  # what finished calls cost
+    reserved_usd: float = 0.0  # open reservations: calls in flight now, at their estimate
+    interrupted_usd: float = 0.0  # calls cut short by a dead worker, cost unknown: at their estimate
+
+    @property
+    def items(self) -> int:
+        return sum(self.states.values())
+
+
+def status(settings: Settings) -> Status:
+    engine = open_store(settings)
+    # the store's running counts (store/counts.py): the same figures at any size, no scan of the ledger
+    with transaction(engine) as s:
+        seeds = counts.total(s, "seeds")
+        attempts = counts.by_key(s, "item_attempts")
+        p1, p2 = attempts.get("phase1", 0), attempts.get("phase2", 0)
+        calls, hits, tokens = (sum(counts.by_key(s, kind).values()) for kind in ("calls", "call_cache_hits",
+                                                                                   "call_tokens"))
+        failures = [(int(i or 0), e or "") for i, e in s.exec(  # by the index on state
+            select(col(Item.id), col(Item.error)).where(Item.state == State.FAILED.value).order_by(col(Item.id))
+        ).all()]
+        rejections: dict[str, int] = {}
+        for key, n in counts.by_key(s, "gate_verdict").items():
+            gate, _, verdict = key.rpartition(" ")
+            if verdict == "reject":
+                rejections[gate] = n
+        states = counts.by_key(s, "item_state")
+        budget = budget_usd(s, settings)
+        paused_row = s.get(KeyValue, PAUSED_KEY)
+        paused = paused_row.value if paused_row else None
+    money = spend(engine)
+    return Status(
+        seeds=int(seeds), states=states, phase1_attempts=int(p1), phase2_attempts=int(p2),
+        spent_usd=money.shown, paid_usd=money.paid, reserved_usd=money.reserved,
+        interrupted_usd=money.interrupted, budget_usd=budget, paused=paused, calls=int(calls),
+        cache_hits=int(hits), tokens=int(tokens), failures=failures, rejections=rejections,
+        simulated=is_simulated(engine, "build"),
+        batches=[vars(b) for b in open_batches(engine)],
+    )

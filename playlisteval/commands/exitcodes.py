@@ -1,0 +1,10 @@
+"""The exit codes of every `playlisteval` command, so a script can tell what happened."""
+
+DONE = 0  # everything asked for was done
+ERROR = 1  # an error stopped the command (a message says which)
+USAGE = 2  # bad command-line usage (click's own code)
+INCOMPLETE = 3  # the command finished, but with failed items or errors left to retry, or found nothing to do
+#                (an empty folder or manifest at `add`)
+PAUSED = 4  # paused by the budget: raise it and run again to go on
+BUSY = 5  # another process holds the work (a second `build` while the first works on its items)
+INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT): what was committed is kept; the message says what to run

@@ -1,0 +1,88 @@
+"""Where `playlisteval index` spends its time, by phase (issue 26: `index --profile`).
+
+A user times the whole command; the benchmarks timed pieces inside one process, and the two were an
+order of magnitude apart with nothing showing where the rest went. Each phase of indexing a video
+(decode, OCR, ASR, embedding, store) and the loading of each model add their seconds here, from
+whichever worker thread ran them; the command adds its start-up (process start to the command's
+body) and the collection's segments and seeds. Phases run in parallel threads (ASR beside the
+frames, several videos at once), so their sum can exceed the wall time: it is thread-seconds.
+
+Always on: a ``perf_counter`` pair per chunk window and per video costs microseconds, and the
+figures go to the log at debug level as well as to `--profile`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: the phases in the order `--profile` prints them
+ORDER = ("start-up", "model load", "probe", "decode", "OCR", "ASR", "embedding", "store", "segments+seeds")
+
+_lock = threading.Lock()
+_seconds: dict[str, float] = {}
+_counts: dict[str, int] = {}
+
+
+def add(phase: str, seconds: float, count: int = 1) -> None:
+    with _lock:
+        _seconds[phase] = _seconds.get(phase, 0.0) + seconds
+        _counts[phase] = _counts.get(phase, 0) + count
+
+
+_stack = threading.local()  # this thread's open phases: [phase, seconds of the phases nested in it]
+
+
+@contextmanager
+def timed(phase: str) -> Iterator[None]:
+    """Adds the wall seconds of the block to ``phase`` (also when it raises), less those of phases timed
+    inside it on the same thread: a model loaded on the first OCR call counts as model load, not OCR."""
+    open_phases: list[list[object]] = getattr(_stack, "open", None) or []
+    _stack.open = open_phases
+    entry: list[object] = [phase, 0.0]
+    open_phases.append(entry)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        elapsed = time.perf_counter() - t0
+        open_phases.pop()
+        add(phase, elapsed - float(entry[1]))  # type: ignore[arg-type]
+        if open_phases:
+            open_phases[-1][1] = float(open_phases[-1][1]) + elapsed  # type: ignore[arg-type]
+
+
+def reset() -> None:
+    with _lock:
+        _seconds.clear()
+        _counts.clear()
+
+
+def snapshot() -> dict[str, tuple[float, int]]:
+    """phase -> (seconds, times entered), the known phases first, in ``ORDER``."""
+    with _lock:
+        known = [p for p in ORDER if p in _seconds]
+        rest = sorted(p for p in _seconds if p not in ORDER)
+        return {p: (_seconds[p], _counts[p]) for p in [*known, *rest]}
+
+
+def since_process_start() -> float | None:
+    """Wall seconds since this process started (Linux: /proc/self/stat): the start-up of a command, when
+    the process is the `playlisteval` command itself; None where that is unknown, or where the command
+    runs inside a longer-lived process (a test, a notebook), whose age says nothing about start-up."""
+    if Path(sys.argv[0]).name not in ("playlisteval", "cli.py", "__main__.py"):
+        return None
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: starttime, in clock ticks
+        return max(0.0, uptime - started)
+    except (OSError, ValueError, IndexError):
+        return None

@@ -1,0 +1,264 @@
+"""Local models through transformers, for reward models and judges a vLLM server cannot serve (SPEC G7).
+
+transformers is imported only when a model is first loaded (extra ``gpu``). The model's config decides
+how it is used: a ``*ForSequenceClassification`` model is a reward model (SPEC G7): it scores one answer
+at a time — the reward prompt (prompts/reward.py) cut into the user's turn and the assistant's answer, with
+the frames when its config has a vision tower — and the reply is its score as ``{"score": x}``; any other
+prompt sent to it is a permanent error, never a score. A vision-language model
+(``*ForConditionalGeneration`` / image-text-to-text) sees video as frames capped by the model's image
+limit; anything else is a text-only causal LM. Models are loaded once per process and kept; a lock per
+model serialises generation on it. A GPU is used when there is one (``hf_device``); a call is charged its
+latency in GPU-seconds only when it ran on a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+from pydantic import BaseModel
+
+from playlisteval.config import Settings
+from playlisteval.errors import PermanentModelError, ProviderNotAvailable
+from playlisteval.models.providers.media_parts import framed
+from playlisteval.models.providers.pixel_budget import fit_images
+from playlisteval.models.providers.wire import mmss, strict_json_schema
+from playlisteval.models.request import AudioPart, ImagePart, ModelRequest, ProviderReply, TextPart, Usage, VideoPart
+from playlisteval.prompts.reward import REWARD_TEMPLATE, split_turns
+
+
+def _transformers() -> Any:
+    try:
+        import transformers
+    except ImportError as exc:
+        raise ProviderNotAvailable(
+            f"hf: transformers is not installed (pip install 'playlisteval[gpu]'): {exc}") from exc
+    return transformers
+
+
+@dataclass
+class Loaded:
+    kind: str  # "text", "vision" or "reward"
+    model: Any
+    tokenizer: Any  # a tokenizer, or the processor of a vision model (or of a vision reward model)
+    device: str
+    lock: threading.Lock
+    sees_images: bool = False  # a vision model, or a reward model with a vision tower
+
+
+class HFProvider:
+    name = "hf"
+    key_env: tuple[str, ...] = ()
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._models: dict[str, Loaded] = {}
+        self._kinds: dict[str, str] = {}  # model → its kind, read from its config (is_reward_model)
+        self._lock = threading.Lock()
+
+    # -- loading -----------------------------------------------------------------------------------
+    def device(self) -> str:
+        import torch
+
+        wanted = self.settings.providers.hf_device
+        if wanted == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        return wanted
+
+    def dtype(self, device: str) -> Any:
+        import torch
+
+        wanted = self.settings.providers.hf_dtype
+        if wanted == "auto":
+            return torch.bfloat16 if device.startswith("cuda") else torch.float32
+        return getattr(torch, wanted)
+
+    def load(self, model_id: str) -> Loaded:
+        with self._lock:
+            if model_id in self._models:
+                return self._models[model_id]
+            tf = _transformers()
+            device = self.device()
+            try:
+                config = tf.AutoConfig.from_pretrained(model_id)
+                kind = kind_of(config)
+                options = {"dtype": self.dtype(device)}
+                sees = kind == "vision" or (kind == "reward" and getattr(config, "vision_config", None) is not None)
+                if kind == "reward":
+                    model = tf.AutoModelForSequenceClassification.from_pretrained(model_id, **options)
+                    tokenizer = (tf.AutoProcessor if sees else tf.AutoTokenizer).from_pretrained(model_id)
+                elif kind == "vision":
+                    model = tf.AutoModelForImageTextToText.from_pretrained(model_id, **options)
+                    tokenizer = tf.AutoProcessor.from_pretrained(model_id)
+                else:
+                    model = tf.AutoModelForCausalLM.from_pretrained(model_id, **options)
+                    tokenizer = tf.AutoTokenizer.from_pretrained(model_id)
+            except (OSError, ValueError, KeyError) as exc:
+                raise PermanentModelError(f"hf: cannot load {model_id}: {str(exc)[:300]}") from exc
+            model.to(device).eval()
+            loaded = Loaded(kind, model, tokenizer, device, threading.Lock(), sees_images=sees)
+            self._models[model_id] = loaded
+            return loaded
+
+    # -- the call ----------------------------------------------------------------------------------
+    def complete(self, model: str, request: ModelRequest, schema: type[BaseModel] | None,
+                 timeout: float) -> ProviderReply:
+        import torch
+
+        loaded = self.load(model)
+        started = time.monotonic()
+        with loaded.lock, torch.inference_mode():
+            if loaded.kind == "reward":
+                reply = self._score(loaded, model, request)
+            else:
+                reply = self._generate(loaded, model, request, schema)
+        if loaded.device.startswith("cuda"):
+            reply.usage.gpu_seconds = time.monotonic() - started
+        return reply
+
+    def _score(self, loaded: Loaded, model: str, request: ModelRequest) -> ProviderReply:
+        """One answer's reward: the user's turn (frames first, when the model takes images) and the
+        answer as the assistant's turn, through the model's chat template; the score is the single logit
+        (or, for a two-label head, the second label's margin over the first)."""
+        if request.template != REWARD_TEMPLATE:
+            raise PermanentModelError(f"hf/{model} is a reward model: it scores one answer at a time "
+                                      f"({REWARD_TEMPLATE}), it cannot answer a {request.template or 'free'} prompt")
+        if any(isinstance(p, AudioPart) for p in request.parts):
+            raise PermanentModelError(f"hf/{model}: audio input is not supported by this provider")
+        visual = any(isinstance(p, VideoPart | ImagePart) for p in request.parts)
+        if visual and not loaded.sees_images:
+            raise PermanentModelError(f"hf/{model} is a text-only reward model: it cannot take the frames; "
+                                      "judge it with a text-only modality (--modality transcript)")
+        try:
+            user, answer = split_turns(request.text())
+        except ValueError as exc:
+            raise PermanentModelError(f"hf/{model}: {exc}") from exc
+        images = 0
+        if loaded.sees_images:
+            content, images = self._content(loaded, model, request.model_copy(
+                update={"parts": [p for p in request.parts if not isinstance(p, TextPart)]}))
+            messages = [{"role": "user", "content": [*content, {"type": "text", "text": user}]},
+                        {"role": "assistant", "content": [{"type": "text", "text": answer}]}]
+            inputs = loaded.tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True,
+                                                          return_tensors="pt")
+        else:
+            tok = loaded.tokenizer
+            if getattr(tok, "chat_template", None):
+                prompt = tok.apply_chat_template([{"role": "user", "content": user},
+                                                  {"role": "assistant", "content": answer}], tokenize=False)
+            else:
+                prompt = f"{user}\n\n{answer}"
+            inputs = tok(prompt, return_tensors="pt")
+        inputs = inputs.to(loaded.device)
+        logits = loaded.model(**inputs).logits[0].float()
+        if logits.numel() == 1:
+            score = float(logits[0].item())
+        elif logits.numel() == 2:
+            score = float((logits[1] - logits[0]).item())
+        else:
+            raise PermanentModelError(f"hf/{model}: a reward model needs one or two labels, it has {logits.numel()}")
+        usage = Usage(input_tokens=int(inputs["input_ids"].shape[1]), output_tokens=0)
+        return ProviderReply(text=json.dumps({"score": score}), usage=usage, finish_reason="stop",
+                             raw={"score": score, "images": images})
+
+    def _generate(self, loaded: Loaded, model: str, request: ModelRequest,
+                  schema: type[BaseModel] | None) -> ProviderReply:
+        content, images = self._content(loaded, model, request)
+        if schema is not None:  # no constrained decoding here: the schema goes into the prompt
+            content.append({"type": "text", "text": "Reply with one JSON object that follows this JSON schema:\n"
+                            + json.dumps(strict_json_schema(schema), separators=(",", ":"))})
+        if loaded.kind == "vision":
+            messages = [{"role": "user", "content": content}]
+            inputs = loaded.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                          return_dict=True, return_tensors="pt")
+            tokenizer = loaded.tokenizer.tokenizer
+        else:
+            text = "\n".join(c["text"] for c in content)
+            tokenizer = loaded.tokenizer
+            if getattr(tokenizer, "chat_template", None):
+                text = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                     tokenize=False)
+            inputs = tokenizer(text, return_tensors="pt")
+        inputs = inputs.to(loaded.device)
+        g = request.settings
+        limit = g.max_output_tokens or self.settings.providers.hf_max_new_tokens
+        options: dict[str, Any] = {"max_new_tokens": limit, "do_sample": bool(g.temperature)}
+        if g.temperature:
+            options["temperature"] = g.temperature
+        if g.top_p is not None:
+            options["top_p"] = g.top_p
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        output = loaded.model.generate(**inputs, pad_token_id=pad, **options)
+        n_in = int(inputs["input_ids"].shape[1])
+        new = output[0, n_in:]
+        reply = tokenizer.decode(new, skip_special_tokens=True)
+        finish = "length" if len(new) >= limit else "stop"
+        usage = Usage(input_tokens=n_in, output_tokens=int(len(new)))
+        return ProviderReply(text=reply, usage=usage, finish_reason=finish, raw={"images": images})
+
+    def _content(self, loaded: Loaded, model: str, request: ModelRequest) -> tuple[list[dict[str, Any]], int]:
+        visual = any(isinstance(p, VideoPart | ImagePart) for p in request.parts)
+        if visual and not loaded.sees_images:
+            raise PermanentModelError(f"hf/{model} is a text-only model: it cannot take images or video")
+        if any(isinstance(p, AudioPart) for p in request.parts):
+            raise PermanentModelError(f"hf/{model}: audio input is not supported by this provider")
+        request = fit_images(self.settings, request)  # issue 20 (Table 18): images within the pixel budget too
+        videos = framed(self.settings, request, f"hf/{model}") if visual else {}
+        content: list[dict[str, Any]] = []
+        images = 0
+        for i, part in enumerate(request.parts):
+            if isinstance(part, TextPart):
+                content.append({"type": "text", "text": part.text})
+            elif isinstance(part, VideoPart):
+                video = videos[i]
+                if part.label:
+                    content.append({"type": "text", "text": f"{part.label}:"})
+                for t, path in zip(video.times, video.paths, strict=True):
+                    content.append({"type": "text", "text": f"[{mmss(t - part.start)}]"})
+                    content.append({"type": "image", "image": Image.open(path).convert("RGB")})
+                    images += 1
+            elif isinstance(part, ImagePart):
+                if part.timestamp is not None:
+                    content.append({"type": "text", "text": f"[frame @ {mmss(part.timestamp)}]"})
+                content.append({"type": "image", "image": Image.open(part.path).convert("RGB")})
+                images += 1
+        return content, images
+
+    def is_reward_model(self, model: str) -> bool:
+        """Whether the model's config is a ``*ForSequenceClassification`` (read, not loaded: a judge run asks
+        this before its first call); a model that is not there is a permanent error."""
+        # under the loading lock: transformers' lazy module can fail an attribute looked up by several
+        # threads at its first import ("module 'transformers' has no attribute 'AutoConfig'")
+        with self._lock:
+            if model in self._models:
+                return self._models[model].kind == "reward"
+            if model in self._kinds:
+                return self._kinds[model] == "reward"
+            tf = _transformers()
+            try:
+                self._kinds[model] = kind_of(tf.AutoConfig.from_pretrained(model))
+            except (OSError, ValueError, KeyError) as exc:
+                raise PermanentModelError(f"hf: cannot read {model}'s config: {str(exc)[:300]}") from exc
+            return self._kinds[model] == "reward"
+
+    # -- models check ------------------------------------------------------------------------------
+    def check(self, model: str) -> str:
+        tf = _transformers()
+        try:
+            config = tf.AutoConfig.from_pretrained(model)
+        except (OSError, ValueError) as exc:
+            raise PermanentModelError(f"hf: {model} is not available locally: {str(exc)[:200]}") from exc
+        return f"transformers {tf.__version__}; {model} is a {kind_of(config)} model; device {self.device()}"
+
+
+def kind_of(config: Any) -> str:
+    architectures = list(getattr(config, "architectures", None) or [])
+    if any(a.endswith("ForSequenceClassification") for a in architectures):
+        return "reward"
+    if getattr(config, "vision_config", None) is not None:  # Qwen-VL, InternVL, LLaVA, Gemma 3 …
+        return "vision"
+    return "text"

@@ -1,0 +1,119 @@
+"""The benchmark's annotations, released beside its pairs (issue 20 deliverable 9; SPEC D1.1, paper Table 13).
+
+``data/annotations.jsonl`` holds one line per question of the benchmark, keyed by ``question_id`` (the
+same content key as the pairs' rows): its domain and the domain's description, and the D1.1 causal record
+in full — the five causal attributes with their importance weights, the gold's analysis, and for each
+wrong answer (rating 4 → 1) its degraded weight, what it degrades (element, impact, modality), what it
+keeps constant and what it upgrades, each with the elements that do so. A record stored before constant
+and upgraded attributes carried their elements has names only; those come out as ``{"attribute_name":
+name}`` with no elements, never invented ones.
+
+A separate file, not new columns: ``data/test.parquet`` stays byte-identical for the same seed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from playlisteval.benchmark.keys import question_keys
+from playlisteval.store import transaction
+from playlisteval.store.tables import Answer, Benchmark, BenchmarkPair, Domain, Item, Pair, Seed
+
+ANNOTATIONS = "data/annotations.jsonl"
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&])")
+KINDS = {"constant_attributes": "stability_by_elements", "upgraded_attributes": "improvement_by_elements"}
+
+
+def _attributes(entries: list[Any] | None, elements: str) -> list[dict[str, Any]]:
+    """Constant / upgraded attributes as records; a legacy name alone stays a name, without elements."""
+    out = []
+    for entry in entries or []:
+        if isinstance(entry, dict):
+            out.append({"attribute_name": str(entry.get("attribute_name", "")), elements: entry.get(elements) or []})
+        else:
+            out.append({"attribute_name": str(entry)})
+    return out
+
+
+def markdown_text(text: str) -> str:
+    """A description shown literally in the card's table: one line, Markdown and HTML characters escaped
+    (a description is the user's text, a domain name could hold anything)."""
+    return _MARKDOWN.sub(r"\\\1", " ".join(text.split()))
+
+
+def domain_descriptions(engine: Engine) -> dict[str, str]:
+    with transaction(engine) as s:
+        return {d.name: d.description for d in s.exec(select(Domain).order_by(col(Domain.name))).all()}
+
+
+def annotation_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
+    """One row per question of ``bench``, in the pairs' order (domain, question key)."""
+    with transaction(engine) as s:
+        sets = dict(s.exec(select(Pair.item_id, Pair.set_id)
+                           .join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
+                           .where(BenchmarkPair.benchmark_id == bench.id)).all())
+        # the benchmark's items and sets as subqueries, not a parameter per row (SQLite's limit, issue 26)
+        of_bench = (select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
+                    .where(BenchmarkPair.benchmark_id == bench.id))
+        sets_of = (select(Pair.set_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
+                   .where(BenchmarkPair.benchmark_id == bench.id))
+        domains = dict(s.exec(select(Item.id, Domain.name).join(Seed, col(Seed.id) == col(Item.seed_id))
+                              .join(Domain, col(Domain.id) == col(Seed.domain_id))
+                              .where(col(Item.id).in_(of_bench))).all())
+        answers: dict[int, dict[int, Answer]] = {}
+        for a in s.exec(select(Answer).where(col(Answer.set_id).in_(sets_of))).all():
+            answers.setdefault(a.set_id, {})[a.rating] = a
+        keys = question_keys(s, list(sets))
+    described = domain_descriptions(engine)
+    rows = []
+    for item_id, set_id in sets.items():
+        by_rating = answers.get(set_id, {})
+        gold_answer = by_rating.get(5)
+        gold = (gold_answer.record if gold_answer is not None else None) or {}
+        wrong = []
+        for rating in (4, 3, 2, 1):
+            answer = by_rating.get(rating)
+            if answer is None:
+                continue
+            record = answer.record or {}
+            wrong.append({"rating": rating, "degraded_weight": answer.degraded_weight,
+                          "attribute_degradations": record.get("attribute_degradations") or [],
+                          **{k: _attributes(record.get(k), v) for k, v in KINDS.items()}})
+        domain = str(domains.get(item_id, ""))
+        rows.append({"question_id": keys.get(item_id, ""), "domain": domain,
+                     "domain_description": described.get(domain, ""),
+                     "causal_attributes": gold.get("causal_attributes") or [],
+                     "gold_standard_analysis": gold.get("gold_standard_analysis") or {},
+                     "wrong_answers": wrong})
+    return sorted(rows, key=lambda r: (r["domain"], r["question_id"]))
+
+
+def write(engine: Engine, bench: Benchmark, out: Path) -> Path:
+    path = out / ANNOTATIONS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for row in annotation_rows(engine, bench):
+            f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    return path
+
+
+def card_section(engine: Engine, domains: list[str]) -> str:
+    """The card's domains (paper Table 13) and what the annotations file holds."""
+    described = domain_descriptions(engine)
+    lines = ["## Domains", "", "| Domain | Description |", "|---|---|"]
+    lines += [f"| {markdown_text(d)} | {markdown_text(described.get(d) or '—')} |" for d in domains]
+    lines += ["", "Set a domain's description with `playlisteval describe DOMAIN \"TEXT\"`.", "",
+              "## Annotations", "",
+              f"`{ANNOTATIONS}`: one line per question (`question_id`, as in the pairs), with its domain and the "
+              "domain's description and the full causal record of its wrong answers (SPEC D1.1): the five "
+              "causal attributes with their importance weights, the gold's analysis, and per wrong answer "
+              "(rating 4 to 1) its degraded weight (the summed importance of what it degrades), the elements "
+              "it degrades (with the modality that could expose each), the attributes it keeps constant and "
+              "those it upgrades, each with the elements that do so.", ""]
+    return "\n".join(lines)

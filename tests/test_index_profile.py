@@ -1,0 +1,52 @@
+"""`playlisteval index --profile` (issue 26): the command's time by phase, from the phases the index
+recorded as it worked; nested phases are counted once (a model loaded inside OCR is model load)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from playlisteval.cli import main
+from playlisteval.config import write_project
+from playlisteval.index import phases
+from tests.index_helpers import make_video, write_srt
+
+
+def test_a_nested_phase_is_taken_out_of_the_one_around_it() -> None:
+    phases.reset()
+    with phases.timed("OCR"):
+        time.sleep(0.02)
+        with phases.timed("model load"):
+            time.sleep(0.05)
+    seen = phases.snapshot()
+    assert list(seen) == ["model load", "OCR"]  # in the printed order
+    assert 0.05 <= seen["model load"][0] < 0.065
+    assert 0.02 <= seen["OCR"][0] < 0.035  # not 0.07: the load inside it is not OCR
+    phases.reset()
+    assert phases.snapshot() == {}
+
+
+def test_index_profile_names_each_phase_the_video_went_through(tmp_path: Path) -> None:
+    video = make_video(tmp_path / "videos" / "Lecture" / "talk.mp4", 40, audio="sine")
+    write_srt(video.with_suffix(".srt"), [(0.0, 20.0, "the glacier retreats"), (20.0, 40.0, "moraines remain")])
+    write_project(tmp_path)
+    toml = tmp_path / "playlisteval.toml"
+    # no OCR (seconds a frame): no frame is decoded either, the hash embedder reads text only
+    toml.write_text(toml.read_text().replace('embedder = "minilm"', 'embedder = "hash"')
+                    .replace('ocr = "rapidocr"', 'ocr = "none"'))
+    runner = CliRunner()
+    assert runner.invoke(main, ["--project", str(tmp_path), "add", "Science", str(video.parent)]).exit_code == 0
+    result = runner.invoke(main, ["--project", str(tmp_path), "index", "--json", "--profile"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    prof = data["profile"]
+    assert {"probe", "ASR", "embedding", "store"} <= set(prof["phases"])
+    assert "start-up" not in prof["phases"]  # inside pytest's process its age is no start-up
+    assert "OCR" not in prof["phases"] and "decode" not in prof["phases"]  # only what ran is shown
+    assert all(row["s"] >= 0 and row["n"] >= 1 for row in prof["phases"].values())
+    assert prof["phases"]["store"]["n"] == 1  # one transaction for the one video
+    assert prof["video_s"] == 40.0 and prof["x_real_time"] > 0
+    assert "index --profile" in result.stderr

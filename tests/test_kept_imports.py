@@ -1,0 +1,48 @@
+"""A report or leaderboard of an unchanged store imports none of the modules that compute (issue 26).
+
+Their start-up was most of `report` with nothing changed (0.9 of 2.3 s CPU: every section's module,
+failure attribution, the power figures) and of the kept leaderboard (the select package and with it the
+actors). Each command runs in a fresh interpreter, as a user starts it; the second run must print the
+kept page / board without loading them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.report_store import build_store
+
+COMPUTING = ("playlisteval.analytics.check_sections", "playlisteval.analytics.attribution",
+             "playlisteval.analytics.power", "playlisteval.analytics.rate_sections", "playlisteval.select",
+             "playlisteval.actors")
+
+PROBE = """
+import json, sys
+from playlisteval.cli import main
+try:
+    main(sys.argv[1:], standalone_mode=False)
+finally:
+    print("MODULES " + json.dumps(sorted(m for m in {watch} if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def _loaded(root: Path, *args: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(watch=COMPUTING), "--project", str(root), *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    loaded: list[str] = json.loads(line.removeprefix("MODULES "))
+    return loaded
+
+
+def test_kept_report_and_leaderboard_load_nothing_that_computes(tmp_path: Path) -> None:
+    root = build_store(tmp_path / "p", 12, 1, 30, seed=1)
+    out = str(tmp_path / "r.html")
+    assert "playlisteval.analytics.check_sections" in _loaded(root, "report", "-q", out)  # computed: loaded
+    assert _loaded(root, "report", "-q", out) == []
+    assert "playlisteval.select" in _loaded(root, "leaderboard")  # version 1 recorded, the board computed
+    assert _loaded(root, "leaderboard") == []
+    assert Path(out).read_text(encoding="utf-8").count("judge-00") > 0
