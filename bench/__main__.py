@@ -16,9 +16,16 @@
     python -m bench commands [options]    whole commands as processes (--help, status, funnel, show, leaderboard,
                                           report) on 100k items / 1M ledger rows against a 10-item store
                                           (bench/commands_speed.py)
+    python -m bench pipeline [options]    the main job's commands as processes (add, index, build, status, show,
+                                          select, eval judge, eval retrieve, search, leaderboard, report) on a
+                                          720p30 H.264 collection, beside ffmpeg's decodes and the floor of
+                                          reading the store (bench/pipeline_speed.py)
     python -m bench index-command [options]  the whole `index --profile` on a 5-minute 720p30 lecture with
                                           captions, beside ffmpeg's keyframe-only and full decode of the same
                                           file (bench/index_command.py)
+    python -m bench index-hours [options]  the whole `index` over 10 hours of 720p30 lectures (20 files made
+                                          by stream-copying six 5-minute lectures): hours per wall hour, peak
+                                          memory, linearity, 100 hours projected (bench/index_hours.py)
     python -m bench evidence [options]    cold 128-frame evidence for one pair (two 10-minute 720p30 files, no
                                           kept frames): exact timestamps vs the keyframe rule, beside ffmpeg's
                                           keyframe-only decode of the same files (bench/evidence_cold.py)
@@ -30,7 +37,8 @@ from importlib import import_module
 
 MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "report": "bench.report_speed",
            "batch": "bench.batch_cost", "speech": "bench.speech", "steps": "bench.steps_speed",
-           "commands": "bench.commands_speed", "index-command": "bench.index_command",
+           "commands": "bench.commands_speed", "pipeline": "bench.pipeline_speed",
+           "index-command": "bench.index_command", "index-hours": "bench.index_hours",
            "evidence": "bench.evidence_cold"}
 
 args = sys.argv[1:]

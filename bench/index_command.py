@@ -53,14 +53,15 @@ def process(cmd: list[str], **kw: Any) -> dict[str, Any]:
             "stdout": done.stdout, "stderr": done.stderr}
 
 
-def make_lecture(path: Path, minutes: float) -> Path:
-    """The lecture and its SRT sidecar (path with .srt)."""
+def make_lecture(path: Path, minutes: float, topic: str = "glacier moraine sediment",
+                 subject: str = "ice ages") -> Path:
+    """The lecture and its SRT sidecar (path with .srt); ``topic`` and ``subject`` are the slides' words."""
     seconds = int(minutes * 60)
     path.parent.mkdir(parents=True, exist_ok=True)
     slide = (f"drawtext=fontfile={FONT}:fontsize=44:fontcolor=white:x=80:y=120:"
-             "text='Slide %{eif\\:trunc(t/20)+1\\:d}\\: glacier moraine sediment',"
+             f"text='Slide %{{eif\\:trunc(t/20)+1\\:d}}\\: {topic}',"
              f"drawtext=fontfile={FONT}:fontsize=30:fontcolor=0xddddaa:x=80:y=220:"
-             "text='Part %{eif\\:trunc(t/20)*7+3\\:d} of the lecture on ice ages'")
+             f"text='Part %{{eif\\:trunc(t/20)*7+3\\:d}} of the lecture on {subject}'")
     graph = (f"color=c=0x203050:s=1280x720:r=30:d={seconds}[bg];"
              f"testsrc2=s=192x108:r=30:d={seconds}[cam];"
              f"[bg][cam]overlay=x=W-w-40:y=H-h-40,{slide}[v]")
@@ -73,6 +74,8 @@ def make_lecture(path: Path, minutes: float) -> Path:
         def stamp(t: int) -> str:
             return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d},000"
         cues.append(f"{i}\n{stamp(start)} --> {stamp(min(start + 5, seconds))}\n"
+                    f"the lecturer explains {topic} point {i} of the lecture on {subject}\n"
+                    if topic != "glacier moraine sediment" else
                     f"the lecturer explains sediment layer {i} left by the retreating glacier\n")
     path.with_suffix(".srt").write_text("\n".join(cues))
     return path

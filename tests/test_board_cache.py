@@ -65,3 +65,47 @@ def test_a_new_run_is_computed_and_shown(root: Path) -> None:
     rows = {r["judge"]: r for r in json.loads(_run(root, "--json"))["rows"]}
     assert set(rows) == {"judge-00", "judge-99"} and len(before_json["rows"]) == 1
     assert rows["judge-99"]["retrieved"] == 1.0
+
+
+def test_unchanged_store_file_prints_the_board_before_duckdb_starts(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SQLite store whose files are as they were: the board comes from leaderboard.kept.json, with
+    neither the analytics file nor the store opened (analytics/board_file.py)."""
+    from playlisteval.commands import analytics as commands
+
+    # the first board recorded version 1 (a commit), and the WAL it wrote is folded into the file when the
+    # last connection closes: the files differ from the stamps taken before, so the second one is kept
+    first, first_json = _run(root), _run(root, "--json")
+    assert (_run(root), _run(root, "--json")) == (first, first_json)
+    assert (root / "leaderboard.kept.json").is_file()
+
+    def opened(*_a: Any, **_k: Any) -> None:
+        raise AssertionError("the store was opened for an unchanged leaderboard")
+
+    monkeypatch.setattr(commands, "_open", opened)
+    monkeypatch.setattr(commands, "_ensure_versions", opened)
+    assert _run(root) == first and _run(root, "--json") == first_json
+    monkeypatch.undo()
+    _add_run(root, "judge-98")  # a commit: the files' stamps change, the board is computed again
+    assert "judge-98" in _run(root)
+
+
+def test_a_commit_while_the_board_is_computed_keeps_nothing_in_the_file(root: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from playlisteval.commands import analytics as commands
+
+    label = commands._label_simulated
+
+    def commit_meanwhile(settings: Any) -> None:
+        con = sqlite3.connect(root / "playlisteval.db")
+        con.execute("INSERT INTO kv (key, value) VALUES ('written meanwhile', 'x')")
+        con.commit()
+        con.close()
+        label(settings)
+
+    monkeypatch.setattr(commands, "_label_simulated", commit_meanwhile)
+    _run(root)
+    assert not (root / "leaderboard.kept.json").exists()
+    monkeypatch.undo()
+    _run(root)
+    _run(root)
+    assert (root / "leaderboard.kept.json").is_file()

@@ -97,9 +97,9 @@ def show(ctx: click.Context, item: int, as_json: bool, prompts: bool) -> None:
     feedback the next attempt received, transitions, model calls with tokens, latency and dollars."""
     settings = settings_of(ctx)
     # the stages (and with them the model stack) only when an item is shown: `playlisteval --help` stays quick
-    from playlisteval.build.stages.context import prompts_dir_of
     from playlisteval.build.story import item_story
     from playlisteval.eval.agent_record import item_tool_calls
+    from playlisteval.prompts.render import prompts_dir_of
 
     story = item_story(open_store(settings), item, prompts_dir_of(settings))
     story["agentic_judgments"] = item_tool_calls(open_store(settings), item)  # issue 20: the judge's tool calls

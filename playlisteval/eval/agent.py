@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from playlisteval.build.stages.context import prompts_dir_of
 from playlisteval.errors import ModelError
 from playlisteval.eval.agent_tools import TOOLS, Toolbox, listing
 from playlisteval.eval.judging import Reply, stop_reason
@@ -32,7 +31,7 @@ from playlisteval.models.request import (
 )
 from playlisteval.models.runner import Runner
 from playlisteval.prompts.citations import strip_citations
-from playlisteval.prompts.render import render
+from playlisteval.prompts.render import prompts_dir_of, render
 
 TEMPLATE = "g6_agent.j2"
 FINAL = ("You have no tool calls left. Answer now from what you have seen: a short analysis, then exactly "

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from playlisteval.build.gates.citations import strip_citations
-from playlisteval.build.stages.context import prompts_dir_of
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, ModelError, ProviderNotAvailable, QuotaExhausted
 from playlisteval.eval.evidence import Evidence
@@ -19,7 +18,7 @@ from playlisteval.eval.modes import MODALITIES, AudioOptions, check_modality  # 
 from playlisteval.eval.verdicts import ERROR, outcome_of, parse_verdict
 from playlisteval.models.request import AudioPart, GenerationSettings, ImagePart, ModelRequest, TextPart
 from playlisteval.models.runner import Runner
-from playlisteval.prompts.render import render
+from playlisteval.prompts.render import prompts_dir_of, render
 
 TEMPLATE = "g4_judge.j2"
 

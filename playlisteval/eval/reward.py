@@ -14,7 +14,6 @@ import json
 import math
 from typing import Any
 
-from playlisteval.build.stages.context import prompts_dir_of
 from playlisteval.errors import ModelError
 from playlisteval.eval.judging import JudgeInput, Reply, stop_reason
 from playlisteval.eval.verdicts import ERROR, TIE, VERDICT
@@ -22,7 +21,7 @@ from playlisteval.models.registry import split_spec
 from playlisteval.models.request import GenerationSettings, ModelRequest, TextPart
 from playlisteval.models.runner import Runner
 from playlisteval.prompts.citations import strip_citations
-from playlisteval.prompts.render import render
+from playlisteval.prompts.render import prompts_dir_of, render
 from playlisteval.prompts.reward import REWARD_TEMPLATE
 
 

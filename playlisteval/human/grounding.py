@@ -22,10 +22,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.build.gates.citations import strip_citations, to_seconds
-from playlisteval.build.stages.context import prompts_dir_of
 from playlisteval.config import Settings
 from playlisteval.models.request import ModelRequest, Part, TextPart, VideoPart
-from playlisteval.prompts.render import render
+from playlisteval.prompts.render import prompts_dir_of, render
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, Pair, Seed, Segment, Video
 

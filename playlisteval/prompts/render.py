@@ -11,11 +11,14 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined, Template
 
 from playlisteval.prompts.citations import strip_citations
+
+if TYPE_CHECKING:
+    from playlisteval.config import Settings
 
 _DIGEST = "_playlisteval_digest"  # set on each compiled template: the sha256 of the very source it came from
 
@@ -62,3 +65,9 @@ def render(name: str, user_dir: str | Path | None = None, **context: Any) -> tup
     env = _env(str(user_dir) if user_dir else None)
     template = env.get_template(name)
     return template.render(**context), str(getattr(template, _DIGEST))
+
+
+def prompts_dir_of(settings: Settings) -> str | None:
+    """The project's folder of template overrides (``[build] prompts_dir``, relative to the project), or None."""
+    folder = settings.build.prompts_dir
+    return str((settings.root / folder).resolve()) if folder else None

@@ -18,10 +18,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from playlisteval.build.stages.context import prompts_dir_of
 from playlisteval.config import Settings
 from playlisteval.eval.judging import TEMPLATE
-from playlisteval.prompts.render import template_source
+from playlisteval.prompts.render import prompts_dir_of, template_source
 
 KEY = "judge_key"  # in each role's verdict record
 

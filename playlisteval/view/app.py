@@ -133,8 +133,8 @@ def make_app(settings: Settings, token: str, sources: Sources) -> Starlette:
                           states=[s.value for s in State], size=size)
 
     async def item(request: Request) -> Response:
-        from playlisteval.build.stages.context import prompts_dir_of  # the stages only when a story is shown
         from playlisteval.build.story import ItemNotFound, item_story
+        from playlisteval.prompts.render import prompts_dir_of
 
         try:
             story = await run_in_threadpool(item_story, engine, request.path_params["item_id"],

@@ -15,6 +15,7 @@ from playlisteval.build.gates import GateVerdict
 from playlisteval.config import Settings
 from playlisteval.models.request import ModelResponse
 from playlisteval.models.runner import Runner
+from playlisteval.prompts.render import prompts_dir_of
 from playlisteval.store.items import Writer
 from playlisteval.store.states import Event, Progress
 from playlisteval.store.tables import GateResult, Item
@@ -37,11 +38,6 @@ class StepContext:
     def prompts_dir(self) -> str | None:
         """The user's template folder (``[build] prompts_dir``, relative to the project), or None."""
         return prompts_dir_of(self.settings)
-
-
-def prompts_dir_of(settings: Settings) -> str | None:
-    folder = settings.build.prompts_dir
-    return str((settings.root / folder).resolve()) if folder else None
 
 
 @dataclass
