@@ -56,6 +56,8 @@ bench: system venv
 	$(BIN)/python -m bench steps
 	$(BIN)/python -m bench index-command
 	$(BIN)/python -m bench commands
+	$(BIN)/python -m bench pipeline
+	$(BIN)/python -m bench index-hours
 	$(BIN)/python -m bench evidence
 
 # rewrite constraints.txt from the current virtualenv (after a deliberate upgrade)

@@ -73,10 +73,9 @@ def make_lecture(path: Path, minutes: float, topic: str = "glacier moraine sedim
     for i, start in enumerate(range(0, seconds, 5), 1):
         def stamp(t: int) -> str:
             return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d},000"
-        cues.append(f"{i}\n{stamp(start)} --> {stamp(min(start + 5, seconds))}\n"
-                    f"the lecturer explains {topic} point {i} of the lecture on {subject}\n"
-                    if topic != "glacier moraine sediment" else
-                    f"the lecturer explains sediment layer {i} left by the retreating glacier\n")
+        said = (f"the lecturer explains sediment layer {i} left by the retreating glacier"
+                if topic == "glacier moraine sediment" else f"the lecturer explains {topic}, point {i} of {subject}")
+        cues.append(f"{i}\n{stamp(start)} --> {stamp(min(start + 5, seconds))}\n{said}\n")
     path.with_suffix(".srt").write_text("\n".join(cues))
     return path
 

@@ -123,14 +123,14 @@ def index_run(work: Path, name: str, videos: list[Path], parts: int) -> dict[str
 def run(work: Path, files: int, parts: int, first: int) -> dict[str, Any]:
     folder, videos = make_collection(work, files, parts)
     hours = files * parts * PART_MINUTES / 60
-    print(f"collection: {files} videos, {hours:g} hours of 720p30 H.264 + SRT "
+    print(f"collection: {files} videos, {hours:.2f} hours of 720p30 H.264 + SRT "
           f"({sum(v.stat().st_size for v in videos) / 2**30:.2f} GB); load {load()}", flush=True)
     results: dict[str, Any] = {"hours": hours, "cpus": os.cpu_count(), "load_start": load()}
     for label, chosen in (("first", videos[:first]), ("whole", videos)):
         r = index_run(work, f"project-{label}", chosen, parts)
         results[label] = r
         phases = sorted(r["profile"].get("phases", {}).items(), key=lambda kv: -kv[1]["s"])[:6]
-        print(f"  index of {r['video_s'] / 3600:g} h: {r['s']:.1f} s wall, cpu {r['cpu_s']:.1f} s, "
+        print(f"  index of {r['video_s'] / 3600:.2f} h: {r['s']:.1f} s wall, cpu {r['cpu_s']:.1f} s, "
               f"{r['x_real_time']}x real time, peak {r['peak_mb']:.0f} MB, load {r['load']:.1f}; phases "
               + ", ".join(f"{k} {v['s']:.1f}" for k, v in phases), flush=True)
     whole = results["whole"]
@@ -148,7 +148,7 @@ def run(work: Path, files: int, parts: int, first: int) -> dict[str, Any]:
 def goals(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
     w = results["whole"]
     return {
-        f"index of {results['hours']:g} h >= {MIN_X_REAL_TIME:g}x real time": (
+        f"index of {results['hours']:.2f} h >= {MIN_X_REAL_TIME:g}x real time": (
             f"{w['x_real_time']}x (load {w['load']:.1f})", w["rc"] == 0 and w["x_real_time"] >= MIN_X_REAL_TIME),
         f"index peak memory <= {MAX_PEAK_MB:g} MB": (f"{w['peak_mb']:.0f} MB", w["peak_mb"] <= MAX_PEAK_MB),
         f"linear: first hour's rate / whole's <= {MAX_LINEAR_DRIFT:g}": (
