@@ -131,6 +131,16 @@ class Fleet:
             proc.wait(timeout=10)
             self.kills += 1
 
+    def kill_all(self, *others: subprocess.Popen[bytes]) -> None:
+        """SIGKILL every worker (and ``others``) at once, then reap them: no worker finishes its step
+        between one kill and the next."""
+        alive = [p for p in (*self.procs, *others) if p.poll() is None]
+        for proc in alive:
+            proc.send_signal(signal.SIGKILL)
+        for proc in alive:
+            proc.wait(timeout=10)
+        self.kills += sum(1 for p in alive if p in self.procs)
+
     def restart(self, i: int) -> None:
         self.kill(i)
         self.procs[i] = self._spawn(i)

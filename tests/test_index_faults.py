@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -163,15 +162,20 @@ def test_index_storm_with_workers_killed_mid_video_ends_as_a_fault_free_run(tmp_
     try:
         with fleet:
             # 1. everything killed at once mid-index: the coordinator and both workers, leases left behind
-            first = _coordinator(root, env, root / "index1.log")
-            wait_until(lambda: _indexed(engine) >= 1 and any(_pid(o) in fleet.pids() for _, o, _ in _leases(engine)),
-                       60, "a video indexed and another held")
-            first.send_signal(signal.SIGKILL)
-            first.wait(timeout=10)
-            for i in range(fleet.n):
-                fleet.kill(i)
-            left = _leases(engine)
-            assert left, "the kill left no lease behind: nothing was tested"
+            # all at once, the moment a worker holds a video; a loaded machine can still let the holder
+            # finish in between (CI saw it once): then everything starts again, up to three times
+            for _attempt in range(3):
+                first = _coordinator(root, env, root / f"index1-{_attempt}.log")
+                wait_until(lambda: _indexed(engine) >= 1
+                           and any(_pid(o) in fleet.pids() for _, o, _ in _leases(engine)),
+                           60, "a video indexed and another held")
+                fleet.kill_all(first)
+                left = _leases(engine)
+                if left:
+                    break
+                for i in range(fleet.n):
+                    fleet.restart(i)
+            assert left, "the kill left no lease behind in three tries: nothing was tested"
             # 2. `index` again, with workers killed under it mid-video: it finishes unaided
             for i in range(fleet.n):
                 fleet.restart(i)
