@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from sqlalchemy import JSON, Integer, String, text
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.store.engine import transaction
-from playlisteval.store.tables import JudgeRun, Judgment, Pair
+from playlisteval.store.tables import Judgment
 
 
 def _entry(pair_id: int, evidence: dict[str, Any], verdict: str | None, outcome: str) -> dict[str, Any]:
@@ -34,12 +35,21 @@ def run_tool_calls(engine: Engine, run_id: int) -> dict[str, Any]:
             "turns": sum(p["steps"] for p in pairs), "pairs": pairs}
 
 
+#: one item's judgments, run by run: each (run, pair) found through judgment's unique (run_id, pair_id)
+#: index. Joined on pair_id alone SQLite read every judgment (judgment has no index on pair_id): `show 1`
+#: on 1M judgments spent 0.78 s of its time here, now 0.002 s (issue 26). CROSS JOIN fixes SQLite's join
+#: order: pairs of the item, then runs, then the index.
+_ITEM_JUDGMENTS = text(
+    "SELECT j.run_id, r.judge, j.pair_id, j.evidence, j.verdict, j.outcome "
+    "FROM pair AS p CROSS JOIN judge_run AS r CROSS JOIN judgment AS j "
+    "WHERE p.item_id = :item AND j.run_id = r.id AND j.pair_id = p.id ORDER BY j.run_id, j.pair_id"
+).columns(run_id=Integer, judge=String, pair_id=Integer, evidence=JSON, verdict=String, outcome=String)
+
+
 def item_tool_calls(engine: Engine, item_id: int) -> list[dict[str, Any]]:
     """The agentic judgments of one item's pairs, with their run and judge."""
-    with transaction(engine) as s:
-        rows = s.exec(select(Judgment, JudgeRun.judge)
-                      .join(Pair, col(Pair.id) == col(Judgment.pair_id))
-                      .join(JudgeRun, col(JudgeRun.id) == col(Judgment.run_id))
-                      .where(Pair.item_id == item_id).order_by(col(Judgment.run_id), col(Judgment.pair_id))).all()
-    return [{"run_id": j.run_id, "judge": str(judge), **_entry(j.pair_id, dict(j.evidence or {}), j.verdict, j.outcome)}
-            for j, judge in rows if (j.evidence or {}).get("agent") is not None]
+    with engine.connect() as conn:
+        rows = conn.execute(_ITEM_JUDGMENTS, {"item": item_id}).all()
+    return [{"run_id": run_id, "judge": str(judge), **_entry(pair_id, dict(evidence or {}), verdict, outcome)}
+            for run_id, judge, pair_id, evidence, verdict, outcome in rows
+            if (evidence or {}).get("agent") is not None]
