@@ -111,8 +111,10 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
     with transaction(engine) as s:
         sides = {int(p): bool(a) for p, a in s.exec(select(BenchmarkPair.pair_id, BenchmarkPair.a_is_better)
                                                      .where(in_bench)).all()}
-        pairs = {int(p.id or 0): p for p in s.exec(
-            select(Pair).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)).all()}
+        # the weak judges' verdicts alone: whole Pair objects cost ~10 us each at a million pairs
+        difficulties = {int(p or 0): d or {} for p, d in s.exec(
+            select(Pair.id, Pair.difficulty).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
+            .where(in_bench)).all()}
     texts = pair_texts(engine, sides)
     with transaction(engine) as s:
         qas = {int(i or 0): qa for i, qa in s.exec(select(Item.id, QA).join(QA, col(QA.id) == col(Item.current_qa_id))
@@ -122,15 +124,16 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
     # ids and order from content keys (select/keys.py), not row ids: the same export from any store
     for pair_id in sorted(texts, key=lambda p: (texts[p].domain, texts[p].question_key, texts[p].key)):
         t, qa, a_is_better = texts[pair_id], qas[texts[pair_id].item_id], sides[pair_id]
-        answer_a, answer_b = t.shown(a_is_better)
+        chosen, rejected = strip_citations(t.better), strip_citations(t.worse)  # each text stripped once
+        answer_a, answer_b = (chosen, rejected) if a_is_better else (rejected, chosen)
         qtype = (qa.payload or {}).get("question_type") or {}
-        difficulty = pairs[pair_id].difficulty or {}
+        difficulty = difficulties[pair_id]
         rows.append({
             "pair_id": t.key, "question_id": t.question_key, "domain": t.domain, "question": t.question,
             "keyword": qa.keyword, "bloom_row": str(qtype.get("row", "")), "bloom_column": str(qtype.get("column", "")),
-            "answer_a": strip_citations(answer_a), "answer_b": strip_citations(answer_b),
+            "answer_a": answer_a, "answer_b": answer_b,
             "label": "A" if a_is_better else "B", "a_is_better": a_is_better,
-            "chosen": strip_citations(t.better), "rejected": strip_citations(t.worse),
+            "chosen": chosen, "rejected": rejected,
             "chosen_rating": t.better_rating, "rejected_rating": t.worse_rating, "gap": t.gap,
             "gold_answer": qa.answer,
             "segments": segments.get(t.item_id, []),
