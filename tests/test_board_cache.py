@@ -67,7 +67,8 @@ def test_a_new_run_is_computed_and_shown(root: Path) -> None:
     assert rows["judge-99"]["retrieved"] == 1.0
 
 
-def test_unchanged_store_file_prints_the_board_before_duckdb_starts(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unchanged_store_file_prints_the_board_before_duckdb_starts(root: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A SQLite store whose files are as they were: the board comes from leaderboard.kept.json, with
     neither the analytics file nor the store opened (analytics/board_file.py)."""
     from playlisteval.commands import analytics as commands
