@@ -32,6 +32,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: bench/commands_speed.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.goals import print_goals
 from bench.report_store import build_store
 
 CLI = str(Path(sys.executable).with_name("playlisteval"))
@@ -97,9 +98,7 @@ def run(work: Path, items: int, calls: int, repeat: int, seed: int, reuse: bool 
         print(f"{label:<26} {row['large']['s']:8.2f} {row['large']['cpu_s']:6.2f} {row['small']['s']:8.2f} "
               f"{row['small']['cpu_s']:6.2f} {row['ratio']:6.2f} {row['large']['load']:6.2f}", flush=True)
     results["goals"] = goals(results)
-    print(f"goals (issue 26, at {items} items and {calls} ledger rows; load {load()} now):")
-    for goal, (seen, met) in results["goals"].items():
-        print(f"  {goal:<52} {seen:>18}  {'met' if met else 'NOT met'}", flush=True)
+    print_goals(f"goals (issue 26, at {items} items and {calls} ledger rows; load {load()} now):", results["goals"])
     return results
 
 

@@ -30,6 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a file: bench/index_command.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.goals import print_goals
+
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 CLI = str(Path(sys.executable).with_name("playlisteval"))
 MIN_X_REAL_TIME, MAX_PEAK_MB = 60.0, 1536.0
@@ -120,9 +125,7 @@ def run(work: Path, minutes: float, threads: int | None) -> dict[str, Any]:
         results["profile"] = {}
     print(r["stderr"][-3000:], flush=True)
     results["goals"] = goals(results, seconds)
-    print(f"goals (issue 26; load {load()} now):")
-    for goal, (seen, met) in results["goals"].items():
-        print(f"  {goal:<52} {seen:>18}  {'met' if met else 'NOT met'}", flush=True)
+    print_goals(f"goals (issue 26; load {load()} now):", results["goals"])
     return results
 
 

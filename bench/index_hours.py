@@ -33,6 +33,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: bench/index_hours.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.goals import print_goals
 from bench.index_command import CLI, load, make_lecture, process
 
 PART_MINUTES = 5.0
@@ -139,9 +140,7 @@ def run(work: Path, files: int, parts: int, first: int) -> dict[str, Any]:
     print(f"  100 hours at the whole run's rate: {results['hundred_hours_h']:.2f} h on {os.cpu_count()} cores; "
           f"first hour / whole rate {results['linear_drift']}", flush=True)
     results["goals"] = goals(results)
-    print(f"goals (issue 26; load {load()} now):")
-    for goal, (seen, met) in results["goals"].items():
-        print(f"  {goal:<52} {seen:>18}  {'met' if met else 'NOT met'}", flush=True)
+    print_goals(f"goals (issue 26; load {load()} now):", results["goals"])
     return results
 
 

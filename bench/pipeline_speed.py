@@ -42,6 +42,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: bench/pipeline_speed.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.goals import print_goals
 from bench.index_command import load, process
 
 CLI = str(Path(sys.executable).with_name("playlisteval"))
@@ -169,9 +170,7 @@ def run(work: Path, domains: int, videos: int, minutes: float, repeat: int) -> d
     results["limits"]["query, loaded"] = json.loads(q["stdout"].strip().splitlines()[-1]) if not q["rc"] else {}
     print_table(results)
     results["goals"] = goals(results)
-    print(f"goals (issue 26; load {load()} now):")
-    for goal, (seen, met) in results["goals"].items():
-        print(f"  {goal:<52} {seen:>22}  {'met' if met else 'NOT met'}", flush=True)
+    print_goals(f"goals (issue 26; load {load()} now):", results["goals"], width=22)
     return results
 
 
