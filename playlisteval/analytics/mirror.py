@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +32,6 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.analytics import scan
 from playlisteval.analytics.scan import Column, quote
-from playlisteval.analytics.stamps import Stamp
-from playlisteval.analytics.stamps import settled as _settled_stamp
-from playlisteval.analytics.stamps import stamp as _stamp
 
 log = structlog.get_logger(__name__)
 
@@ -237,6 +235,43 @@ class Mirror:
 
 class Raced(Exception):
     """Another process kept committing while the copy was made."""
+
+
+Stamp = tuple[tuple[int, int, int] | None, ...]
+_FRESH_NS = 20_000_000  # a file modified this recently may be modified again within the same clock tick
+
+
+def _stamp(database: str) -> Stamp:
+    """The store file and its WAL as ``os.stat`` sees them (inode, size, modification time): a commit in
+    WAL mode writes frames to the -wal (size or time changes), a checkpoint or a reset the file or the
+    inode. Read without opening either file: a descriptor of ours closed would drop the locks of the
+    SQLite that has it open (store/engine.py, foreign_sqlite), as PRAGMA data_version's connection did."""
+    out: list[tuple[int, int, int] | None] = []
+    for name in (database, database + "-wal"):
+        try:
+            st = os.stat(name)
+        except FileNotFoundError:
+            out.append(None)
+            continue
+        # an empty -wal is no -wal: the last connection to close deletes it, the next to open makes it
+        # (the scanner's own reads do); a commit that went into the file since changed the file itself
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns) if st.st_size or name == database else None)
+    return tuple(out)
+
+
+def _settled_stamp(database: str) -> Stamp:
+    """``_stamp``, taken once the files' last modification is older than a clock tick: the kernel stamps a
+    write with a coarse clock (a few ms), so a commit right after a stamp taken in the same tick as the
+    previous write could leave size and time as they were (a WAL reset overwrites in place)."""
+    stamp = _stamp(database)
+    for _ in range(5):  # bounded: a file system whose clock runs ahead of ours must not hold the sync
+        newest = max((part[2] for part in stamp if part is not None), default=0)
+        wait_ns = newest + _FRESH_NS - time.time_ns()
+        if wait_ns <= 0:
+            break
+        time.sleep(min(wait_ns, _FRESH_NS) / 1e9)
+        stamp = _stamp(database)
+    return stamp
 
 
 def _sqlite_file(engine: Engine, sqlite: bool) -> str | None:

@@ -15,16 +15,18 @@ analytics file) neither reads nor writes a cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import structlog
 
 from playlisteval.analytics import sql_values
-from playlisteval.analytics.code_version import code_version
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.scan import literal, quote
 from playlisteval.analytics.tabular import DisplayTable, Section
@@ -33,6 +35,27 @@ from playlisteval.config import Settings
 log = structlog.get_logger(__name__)
 
 TABLE = "_report_cache"  # in the analytics file: (key, benchmark shown, simulated banner, sections as JSON)
+LIBRARIES = ("duckdb", "numpy", "jinja2", "pyarrow")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A hash of the playlisteval package's source (Python, SQL, templates) and the libraries' versions."""
+    import playlisteval
+
+    digest = hashlib.sha256()
+    root = Path(playlisteval.__file__).parent
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".sql", ".j2") and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in LIBRARIES:
+        try:
+            digest.update(f"{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{name}=none".encode())
+    return digest.hexdigest()
+
+
 def _tables(an: Analytics) -> list[str]:
     """The store's tables as the sync left them (the analytics file's and the ones re-read into memory)."""
     return sorted(an.sync.actions) if an.sync is not None else []

@@ -220,30 +220,19 @@ def leaderboard(ctx: click.Context, benchmark: str | None, version: int | None, 
 
         if print_frozen_leaderboard(ctx, benchmark, version, as_json=as_json):
             return  # an older version: its frozen copy (issue 22)
-    from playlisteval.commands.board_output import file_key, keep_in_file, print_from_file, print_kept
-
-    kind, asked = "json" if as_json else "table", [benchmark, as_json]
-    settings = settings_of(ctx)
-    if print_from_file(settings, asked, kind=kind):  # the store's files as they were when it was printed
-        return
     _ensure_versions(ctx)
-    before = file_key(settings, asked)  # taken after a version recorded just now (a commit)
     settings, an = _open(ctx)
     with an:  # an unchanged store prints the board it printed last (commands/board_output.py, issue 26)
+        from playlisteval.commands.board_output import print_kept
 
         def board() -> None:  # the report's module (every section's imports) only when computed
             from playlisteval.analytics.report import choose_benchmark
 
             print_leaderboard(an, settings, choose_benchmark(an, benchmark), as_json=as_json)
 
-        text = print_kept(an, settings, asked, board, kind=kind)
+        print_kept(an, settings, [benchmark, as_json], board, kind="json" if as_json else "table")
     if not as_json:
-        with console.capture() as label:
-            _label_simulated(settings)
-        text += label.get()
-        sys.stdout.write(label.get())
-        sys.stdout.flush()
-    keep_in_file(settings, asked, before, text, kind=kind)  # kept only if no commit came meanwhile
+        _label_simulated(settings)
 
 
 def _ensure_versions(ctx: click.Context) -> None:
