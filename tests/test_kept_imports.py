@@ -9,6 +9,8 @@ kept page / board without loading them.
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +48,29 @@ def test_kept_report_and_leaderboard_load_nothing_that_computes(tmp_path: Path) 
     assert "playlisteval.select" in _loaded(root, "leaderboard")  # version 1 recorded, the board computed
     assert _loaded(root, "leaderboard") == []
     assert Path(out).read_text(encoding="utf-8").count("judge-00") > 0
+
+
+
+ORM = ("sqlalchemy.orm", "sqlmodel", "playlisteval.store.tables")
+
+
+def test_status_reads_without_the_orm(tmp_path: Path) -> None:
+    """`status` (and its --json: spend, projection, provenance) reads through SQLAlchemy Core: the ORM and the
+    table classes were a third of its start-up (issue 26). A store that is up to date opens without them, and
+    the provenance still names the benchmark's version and content hash."""
+    root = build_store(tmp_path / "p", 12, 1, 30, seed=1)
+    assert "playlisteval.select" in _loaded(root, "leaderboard")  # records version 1 (with the ORM)
+    env = {**os.environ, "PLAYLISTEVAL_SELECT__BENCHMARK": "bench-big"}
+    probe = PROBE.replace("{watch}", repr(ORM))
+    for args in (["status"], ["status", "--json"]):
+        done = subprocess.run([sys.executable, "-c", probe, "--project", str(root), *args],
+                              capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+        assert json.loads(line.removeprefix("MODULES ")) == [], args
+    shown = json.loads(done.stdout)  # the --json run's
+    with sqlite3.connect(root / "playlisteval.db") as db:
+        (content_hash,) = db.execute("SELECT content_hash FROM benchmark_version WHERE version = 1").fetchone()
+    assert shown["states"] == {"selected": 12} and shown["calls"] == 30
+    assert (shown["provenance"]["benchmark"], shown["provenance"]["benchmark_version"],
+            shown["provenance"]["content_hash"]) == ("bench-big", 1, content_hash)

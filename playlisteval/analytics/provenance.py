@@ -25,15 +25,22 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func
-from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlalchemy import JSON, text
+from sqlalchemy.engine import Engine, Row
 
 from playlisteval.config import Settings
-from playlisteval.store import counts, protocol, redact, versions
-from playlisteval.store.engine import transaction
-from playlisteval.store.tables import Benchmark, JudgeRun
+from playlisteval.store import counts, protocol, redact
+from playlisteval.store.engine import read_core
 from playlisteval.version import __version__
+
+# SQL text with the JSON columns typed, not the ORM: `status --json` prints the provenance and loads no table
+# class (issue 26); the columns are store/tables.py's Benchmark, BenchmarkVersion and JudgeRun
+_BENCH = "SELECT id, name, seed, settings, created_at FROM benchmark WHERE "
+_BENCH_BY_ID = text(_BENCH + "id = :key").columns(settings=JSON)
+_BENCH_BY_NAME = text(_BENCH + "name = :key").columns(settings=JSON)
+_VERSIONS = text("SELECT version, content_hash, created_at, snapshot FROM benchmark_version "
+                 "WHERE benchmark_id = :id ORDER BY version").columns(snapshot=JSON)
+_RUN_TIMES = text("SELECT max(created_at), max(finished_at) FROM judge_run WHERE benchmark_id = :id")
 
 
 def _digest(value: Any) -> str:
@@ -50,7 +57,7 @@ def iso(stamp: float | None) -> str | None:
 
 def models_by_role(engine: Engine) -> dict[str, list[str]]:
     """Role → the distinct "provider/model" specs the ledger shows it called (sorted)."""
-    with transaction(engine) as s:  # counted by triggers (store/counts.py): no GROUP BY over the ledger
+    with read_core(engine) as s:  # counted by triggers (store/counts.py): no GROUP BY over the ledger
         keys = counts.by_key(s, "role_model")
     out: dict[str, set[str]] = {}
     for role, provider, model in (key.split(" ", 2) for key in keys):
@@ -59,16 +66,15 @@ def models_by_role(engine: Engine) -> dict[str, list[str]]:
     return {role: sorted(specs) for role, specs in sorted(out.items())}
 
 
-def _benchmark_row(engine: Engine, benchmark: Any) -> Benchmark | None:
+def _benchmark_row(engine: Engine, benchmark: Any) -> Row[Any] | None:
     if benchmark is None:
         return None
-    with transaction(engine) as s:
-        if isinstance(benchmark, dict):
-            benchmark = benchmark.get("id") or benchmark.get("name")
-        query = select(Benchmark).where(Benchmark.id == int(benchmark)) if isinstance(benchmark, int) \
-            else select(Benchmark).where(Benchmark.name == str(benchmark))
-        row = s.exec(query).first()
-        return None if row is None else Benchmark.model_validate(row.model_dump())
+    if isinstance(benchmark, dict):
+        benchmark = benchmark.get("id") or benchmark.get("name")
+    by_id = isinstance(benchmark, int)
+    with read_core(engine) as s:
+        return s.execute(_BENCH_BY_ID if by_id else _BENCH_BY_NAME,
+                         {"key": int(benchmark) if by_id else str(benchmark)}).first()
 
 
 def provenance(engine: Engine, settings: Settings, benchmark: Any = None, *, version: int | None = None,
@@ -86,12 +92,11 @@ def provenance(engine: Engine, settings: Settings, benchmark: Any = None, *, ver
         out["settings_digest"] = _digest(settings.model_dump(mode="json"))
         return out
     bid = int(bench.id or 0)
-    rows = versions.listing(engine, bid)
+    with read_core(engine) as s:
+        rows = list(s.execute(_VERSIONS, {"id": bid}).all())
+        run_times = s.execute(_RUN_TIMES, {"id": bid}).first()
     chosen = next((r for r in rows if r.version == version), None) if version else (rows[-1] if rows else None)
     proto = protocol.stored(engine, bid)
-    with transaction(engine) as s:
-        run_times = s.exec(select(func.max(JudgeRun.created_at), func.max(JudgeRun.finished_at))
-                           .where(JudgeRun.benchmark_id == bid)).first()
     live = chosen is None or chosen is (rows[-1] if rows else None)
     stamps = [chosen.created_at if chosen else bench.created_at]
     if live and run_times:

@@ -13,19 +13,23 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.models.budget import budget_usd
 from playlisteval.models.simulated import is_simulated
-from playlisteval.store import counts, spend_totals, transaction
+from playlisteval.store import counts, spend_totals
+from playlisteval.store.engine import read_core
 from playlisteval.store.states import TERMINAL, WORKING
-from playlisteval.store.tables import Item, ModelCall
 
 #: purposes always shown, in this order; others (index, human) when the ledger has calls of them
 PURPOSES = ("build", "select", "eval")
+# the build's money by whether its item has settled (SQL text: `status` loads no table class, issue 26)
+_BUILD_USD_BY_SETTLED = text(
+    "SELECT CASE WHEN item.state IN :settled THEN 1 ELSE 0 END AS settled, SUM(model_call.usd) "
+    "FROM model_call JOIN item ON item.id = model_call.item_id WHERE model_call.purpose = 'build' GROUP BY 1"
+).bindparams(bindparam("settled", expanding=True))
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class BuildProjection:
 
 
 def spend_by_purpose(settings: Settings, engine: Engine) -> list[PurposeSpend]:
-    with transaction(engine) as s:  # running counts and totals (store/counts.py, spend_totals.py): no scan
+    with read_core(engine) as s:  # running counts and totals (store/counts.py, spend_totals.py): no scan
         calls = counts.by_key(s, "calls")
         purposes = [*PURPOSES, *sorted(p for p in calls if p not in PURPOSES)]
         out = []
@@ -64,7 +68,7 @@ def spend_by_purpose(settings: Settings, engine: Engine) -> list[PurposeSpend]:
 
 def project_build(settings: Settings, engine: Engine) -> BuildProjection:
     """What finishing the build should cost on top of what it spent."""
-    with transaction(engine) as s:
+    with read_core(engine) as s:
         states, seeds = counts.by_key(s, "item_state"), counts.total(s, "seeds")
     items = sum(states.values())
     settled = sum(states.get(st.value, 0) for st in TERMINAL)
@@ -76,10 +80,8 @@ def project_build(settings: Settings, engine: Engine) -> BuildProjection:
     if not to_settle:
         return BuildProjection(0, 0.0, "nothing left to build")
     if settled:
-        with transaction(engine) as s:
-            rows = s.exec(select(col(Item.state).in_([st.value for st in TERMINAL]), func.sum(ModelCall.usd))
-                          .join(Item, col(Item.id) == ModelCall.item_id).where(ModelCall.purpose == "build")
-                          .group_by(col(Item.state).in_([st.value for st in TERMINAL]))).all()
+        with read_core(engine) as s:
+            rows = s.execute(_BUILD_USD_BY_SETTLED, {"settled": [st.value for st in TERMINAL]}).all()
         by_done = {bool(done): float(usd or 0.0) for done, usd in rows}
         # the unfinished items have spent part of their share already
         usd = max(0.0, by_done.get(True, 0.0) / settled * to_settle - by_done.get(False, 0.0))

@@ -3,21 +3,24 @@
 Its own module below the actors (issue 26): the command reads the store's running counts and needs
 neither the engine nor the broker, and importing ``playlisteval.actors`` (dramatiq, the stages, the
 workers) was about a third of the whole command's time. ``actors.build_run`` re-exports both names.
+It reads through SQLAlchemy Core (``read_core``, SQL text): the ORM and the 44 table classes were another third.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlmodel import col, select
+from sqlalchemy import text
 
 from playlisteval.config import Settings
 from playlisteval.models.batch.listing import open_batches
-from playlisteval.models.budget import PAUSED_KEY, budget_usd, spend
+from playlisteval.models.budget import PAUSED_KEY, budget_usd, kv, spend
 from playlisteval.models.simulated import is_simulated
-from playlisteval.store import counts, open_store, transaction
+from playlisteval.store import counts, open_store
+from playlisteval.store.engine import read_core
 from playlisteval.store.states import State
-from playlisteval.store.tables import Item, KeyValue
+
+_FAILED = text("SELECT id, error FROM item WHERE state = :state ORDER BY id")  # by the index on state
 
 
 @dataclass
@@ -48,15 +51,13 @@ class Status:
 def status(settings: Settings) -> Status:
     engine = open_store(settings)
     # the store's running counts (store/counts.py): the same figures at any size, no scan of the ledger
-    with transaction(engine) as s:
+    with read_core(engine) as s:
         seeds = counts.total(s, "seeds")
         attempts = counts.by_key(s, "item_attempts")
         p1, p2 = attempts.get("phase1", 0), attempts.get("phase2", 0)
         calls, hits, tokens = (sum(counts.by_key(s, kind).values()) for kind in ("calls", "call_cache_hits",
                                                                                    "call_tokens"))
-        failures = [(int(i or 0), e or "") for i, e in s.exec(  # by the index on state
-            select(col(Item.id), col(Item.error)).where(Item.state == State.FAILED.value).order_by(col(Item.id))
-        ).all()]
+        failures = [(int(i or 0), e or "") for i, e in s.execute(_FAILED, {"state": State.FAILED.value}).all()]
         rejections: dict[str, int] = {}
         for key, n in counts.by_key(s, "gate_verdict").items():
             gate, _, verdict = key.rpartition(" ")
@@ -64,8 +65,7 @@ def status(settings: Settings) -> Status:
                 rejections[gate] = n
         states = counts.by_key(s, "item_state")
         budget = budget_usd(s, settings)
-        paused_row = s.get(KeyValue, PAUSED_KEY)
-        paused = paused_row.value if paused_row else None
+        paused = kv(s, PAUSED_KEY)
     money = spend(engine)
     return Status(
         seeds=int(seeds), states=states, phase1_attempts=int(p1), phase2_attempts=int(p2),

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func
-from sqlmodel import select
+from sqlalchemy import text
 
 from playlisteval.config import Settings
-from playlisteval.store import open_store, transaction
+from playlisteval.store import open_store
+from playlisteval.store.engine import read_core
 from playlisteval.store.states import WORKING
-from playlisteval.store.tables import Seed, Video
+
+
+def _count(s: Any, sql: str) -> int:
+    """One count in SQL text (`status` reads without the ORM's table classes, issue 26)."""
+    return int(s.execute(text(sql)).scalar() or 0)
 
 
 def _counts(settings: Settings) -> tuple[int, int]:
-    with transaction(open_store(settings)) as s:
-        videos = int(s.exec(select(func.count()).select_from(Video)).one())
-        seeds = int(s.exec(select(func.count()).select_from(Seed)).one())
-    return videos, seeds
+    with read_core(open_store(settings)) as s:
+        return _count(s, "SELECT count(*) FROM video"), _count(s, "SELECT count(*) FROM seed")
 
 
 def _no_seeds(videos: int) -> str:
@@ -30,12 +32,10 @@ def _no_seeds(videos: int) -> str:
 
 def no_seeds_reason(settings: Settings) -> str:
     """Why the store has no seeds, as far as the store can tell (issue 22: not "run `index`" when it ran)."""
-    from playlisteval.store.tables import Segment
-
-    with transaction(open_store(settings)) as s:
-        videos = int(s.exec(select(func.count()).select_from(Video)).one())
-        indexed = int(s.exec(select(func.count()).select_from(Video).where(Video.status == "indexed")).one())
-        segments = int(s.exec(select(func.count()).select_from(Segment)).one())
+    with read_core(open_store(settings)) as s:
+        videos = _count(s, "SELECT count(*) FROM video")
+        indexed = _count(s, "SELECT count(*) FROM video WHERE status = 'indexed'")
+        segments = _count(s, "SELECT count(*) FROM segment")
     if not videos:
         return "no seeds: the collection is empty (`playlisteval add DOMAIN FOLDER…`, then `playlisteval index`)"
     if not indexed:

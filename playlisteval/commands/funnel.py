@@ -16,14 +16,13 @@ from typing import Any
 import click
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import func
-from sqlmodel import select
+from sqlalchemy import text
 
 from playlisteval.commands.support import console, settings_of
 from playlisteval.config import Settings
-from playlisteval.store import counts, open_store, transaction
+from playlisteval.store import counts, open_store
+from playlisteval.store.engine import read_core
 from playlisteval.store.states import GATE_ORDER, State
-from playlisteval.store.tables import Item
 
 #: The gates of the build in the order they run (SPEC C1–C3, D2–D4), from the state table.
 GATES = GATE_ORDER
@@ -58,7 +57,7 @@ def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
     gates: dict[str, dict[str, Any]] = {g: _empty() for g in GATES}
     # the counts kept by triggers (store/counts.py): verdicts and reason kinds per gate, items per state —
     # what analytics/funnel.sql and a read of every rejection's text gave, at the same cost at any size
-    with transaction(engine) as s:
+    with read_core(engine) as s:  # SQL text, not the ORM's table classes (a third of the start-up, issue 26)
         verdicts: dict[str, Counter[str]] = {}
         for key, n in counts.by_key(s, "gate_verdict").items():
             gate, _, verdict = key.partition(" ")
@@ -74,8 +73,8 @@ def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
                 found.setdefault(gate, Counter())[why] += n
         states = counts.by_key(s, "item_state")
         # one MAX a statement: each read from its index (2601, 2602), not a scan of the items
-        p1, p2 = (s.exec(select(func.coalesce(func.max(column), 0))).one()
-                  for column in (Item.phase1_attempts, Item.phase2_attempts))
+        p1, p2 = (s.execute(text(f"SELECT COALESCE(MAX({column}), 0) FROM item")).scalar() or 0
+                  for column in ("phase1_attempts", "phase2_attempts"))
     for gate, counter in reasons.items():
         gates[gate]["reasons"] = dict(counter.most_common(top))
     for gate, counter in fault_reasons.items():
@@ -90,7 +89,7 @@ def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
 def per_accepted(settings: Settings) -> dict[str, float | None]:
     """Generation attempts and spend per accepted question (None while nothing is accepted)."""
     engine = open_store(settings)
-    with transaction(engine) as s:
+    with read_core(engine) as s:
         attempts, states = counts.by_key(s, "item_attempts"), counts.by_key(s, "item_state")
     p1, p2 = attempts.get("phase1", 0), attempts.get("phase2", 0)
     accepted = sum(states.get(st.value, 0) for st in (State.ACCEPTED, State.SELECTED, State.TOO_EASY))

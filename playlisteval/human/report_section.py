@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from playlisteval.config import Settings
-from playlisteval.store.engine import transaction
-from playlisteval.store.tables import Benchmark, HumanStudy
+from playlisteval.store.engine import read_core, transaction
+
+if TYPE_CHECKING:  # the ORM's classes load once a study is there: most reports have none (issue 26)
+    from playlisteval.store.tables import HumanStudy
 
 
 def _pct(value: float | None) -> str:
@@ -64,6 +66,7 @@ def study_report(settings: Settings, engine: Engine, study: HumanStudy, ppi_judg
     # imported here: results loads the select package (and with it the model runner), 0.16 s of every
     # `playlisteval report`, which asks for this section and has no study in most projects
     from playlisteval.human import label_ppi, results
+    from playlisteval.store.tables import Benchmark
 
     tasks, ratings, simulated = results.load(engine, study)
     cfg = settings.human
@@ -95,6 +98,13 @@ def ppi_rows(ppi: dict[str, Any]) -> list[tuple[str, str]]:
 
 def latest_study(engine: Engine, name: str) -> HumanStudy | None:
     """The study of that name, else the latest one planned (the HTML report shows one)."""
+    with read_core(engine) as c:  # one Core query first: without a study the ORM is not loaded
+        if not c.execute(text("SELECT 1 FROM human_study LIMIT 1")).first():
+            return None
+    from sqlmodel import col, select
+
+    from playlisteval.store.tables import HumanStudy
+
     with transaction(engine) as s:
         named = s.exec(select(HumanStudy).where(HumanStudy.name == name)).first()
         return named or s.exec(select(HumanStudy).order_by(col(HumanStudy.id).desc())).first()

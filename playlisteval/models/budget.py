@@ -11,18 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, text
 from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings
 from playlisteval.store import spend_totals
-from playlisteval.store.engine import read
-from playlisteval.store.tables import KeyValue
+from playlisteval.store.engine import read_core
 
 BUDGET_KEY = "budget_usd"  # the build's budget as `build --budget` set it, for every worker to see
 PAUSED_KEY = "paused"  # set while the build is paused by its budget
-_KV = KeyValue.__table__  # type: ignore[attr-defined]
-_KV_VALUE = select(_KV.c.value).where(_KV.c.key == bindparam("key"))
+_KV_VALUE = text("SELECT value FROM kv WHERE key = :key")  # store/tables.py KeyValue, read without the ORM
 
 
 @dataclass(frozen=True)
@@ -54,13 +52,13 @@ def kv(s: Any, key: str) -> str | None:
 
 def spent_usd(engine: Engine, purpose: str = "build") -> float:
     """Money spent or committed by ``purpose``, as the budget counts it (``Spend.committed``)."""
-    with read(engine) as s:
+    with read_core(engine) as s:
         return spend_totals.committed(s, purpose)
 
 
 def spend(engine: Engine, purpose: str = "build") -> Spend:
     """The purpose's ``Spend`` from its running total (one row; ``runner.spend_of`` sums the ledger for the same)."""
-    with read(engine) as s:
+    with read_core(engine) as s:
         paid, reserved, interrupted = spend_totals.parts(s, purpose)
     return Spend(paid=paid, reserved=reserved, interrupted=interrupted)
 

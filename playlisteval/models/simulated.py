@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from playlisteval.store import counts
-from playlisteval.store.engine import transaction
-from playlisteval.store.tables import JudgeRun, Video
+from playlisteval.store.engine import read_core
 
 SIM = "sim"
 #: a synthetic video's facts sit beside it as <stem>.world.json (`synth` writes them, the sim reads them)
@@ -27,6 +26,10 @@ LABEL = "simulated"
 NOTE = ("SIMULATED: made by the offline `sim` provider on synthetic playlists; these numbers test the "
         "machinery and say nothing about any real model.")
 _USABLE = ("new", "indexed")  # skipped, duplicate and failed videos are never used
+# SQL text, not the ORM: `status` asks is_simulated and loads no table class (issue 26)
+_USABLE_PATHS = text("SELECT path FROM video WHERE status IN :usable ORDER BY path").bindparams(
+    bindparam("usable", expanding=True))
+_JUDGES = text("SELECT DISTINCT judge FROM judge_run")
 
 
 def world_path(video_path: str | Path) -> Path:
@@ -40,8 +43,8 @@ def uses_sim(spec: str) -> bool:
 
 def videos_without_world(engine: Engine) -> list[str]:
     """Paths of the collection's usable videos that `synth` did not make (no world file beside them)."""
-    with transaction(engine) as s:
-        paths = s.exec(select(Video.path).where(col(Video.status).in_(_USABLE)).order_by(col(Video.path))).all()
+    with read_core(engine) as s:
+        paths = [str(p) for p in s.execute(_USABLE_PATHS, {"usable": list(_USABLE)}).scalars()]
     return [p for p in paths if not world_path(p).is_file()]
 
 
@@ -60,11 +63,11 @@ def sim_outside_world(engine: Engine, uses: Iterable[tuple[str, str]], fix: str 
 
 def simulated_models(engine: Engine, purpose: str | None = None) -> list[str]:
     """The sim models ("sim/…") whose calls or judge runs are in the store, for ``purpose`` or any."""
-    with transaction(engine) as s:  # "purpose model" of the sim's calls, counted by triggers (store/counts.py)
+    with read_core(engine) as s:  # "purpose model" of the sim's calls, counted by triggers (store/counts.py)
         found = {f"{SIM}/{model}" for key in counts.by_key(s, "sim_model")
                  for used_for, _, model in [key.partition(" ")] if purpose is None or used_for == purpose}
         if purpose in (None, "eval"):
-            found |= {j for j in s.exec(select(JudgeRun.judge).distinct()).all() if uses_sim(j)}
+            found |= {str(j) for j in s.execute(_JUDGES).scalars() if uses_sim(str(j))}
     return sorted(found)
 
 

@@ -15,15 +15,17 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
-from sqlmodel import Session, create_engine
 
 from playlisteval.errors import InfrastructureError, StoreError
 from playlisteval.store.redacted import redact_writes
+
+if TYPE_CHECKING:  # the ORM (SQLModel's Session) loads with the first ORM transaction, not with the engine:
+    from sqlmodel import Session  # `status` reads through Core only (issue 26: the ORM is a third of its start)
 
 _READ_ONLY = "playlisteval_read_only"  # an execution option: this connection's transaction only reads
 
@@ -85,6 +87,8 @@ def redact(url: str) -> str:
 @contextmanager
 def transaction(engine: Engine) -> Iterator[Session]:
     """One short transaction: committed on success, rolled back on any error."""
+    from sqlmodel import Session
+
     with Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
 
@@ -94,10 +98,23 @@ def read(engine: Engine) -> Iterator[Session]:
     """One short transaction that only reads: deferred on SQLite (no write lock, no queue behind writers).
     Never write in it: on SQLite a deferred transaction that writes fails with "database is locked"
     at once, ignoring the busy timeout. Rolled back at the end (there is nothing to commit)."""
+    from sqlmodel import Session
+
     with engine.connect() as conn:
         conn.execution_options(**{_READ_ONLY: True})
         with Session(bind=conn, expire_on_commit=False) as session:
             yield session  # the session begins on the connection at its first query, and rolls back on close
+
+
+@contextmanager
+def read_core(engine: Engine) -> Iterator[Connection]:
+    """``read`` without the ORM: a Core connection in one deferred, read-only transaction (rolled back at the
+    end). For the commands that only read a few counts (`status`): they never load the table classes."""
+    with engine.connect() as conn:
+        conn.execution_options(**{_READ_ONLY: True})
+        with conn.begin() as tx:
+            yield conn
+            tx.rollback()
 
 
 # --- one SQLite library per store file at a time -----------------------------------------------------------

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 
+from sqlalchemy import JSON, text
 from sqlalchemy.engine import Engine
-from sqlmodel import select
 
 from playlisteval.config import Settings
-from playlisteval.store.engine import transaction
-from playlisteval.store.tables import BenchmarkProtocol, now
+from playlisteval.store.engine import read_core, transaction
+
+# read as SQL text with its JSON column typed: `status --json` names the protocol without the ORM (issue 26)
+_STORED = text("SELECT protocol FROM benchmark_protocol WHERE benchmark_id = :id").columns(protocol=JSON)
 
 #: the ``[eval]`` fields a protocol fixes (everything ``JudgeOptions.from_settings`` reads but ``swap``)
 FIELDS = ("evidence", "scope", "modality", "frames", "frames_per_chunk", "frame_size", "thinking",
@@ -60,13 +63,17 @@ def digest(protocol: dict[str, Any] | None) -> str:
 
 def stored(engine: Engine, benchmark_id: int) -> dict[str, Any] | None:
     """The benchmark's stored protocol, or None when it has none (drawn before protocols were kept)."""
-    with transaction(engine) as s:
-        row = s.get(BenchmarkProtocol, benchmark_id)
-        return dict(row.protocol) if row is not None and row.protocol else None
+    with read_core(engine) as s:
+        found = s.execute(_STORED, {"id": benchmark_id}).scalar()
+    return dict(found) if found else None
 
 
 def every(engine: Engine) -> dict[int, dict[str, Any]]:
     """Benchmark id → its stored protocol."""
+    from sqlmodel import select
+
+    from playlisteval.store.tables import BenchmarkProtocol
+
     with transaction(engine) as s:
         return {int(r.benchmark_id): dict(r.protocol) for r in s.exec(select(BenchmarkProtocol)).all()
                 if r.protocol}
@@ -75,6 +82,8 @@ def every(engine: Engine) -> dict[int, dict[str, Any]]:
 def store(engine: Engine, benchmark_id: int, protocol: dict[str, Any], source: str, *,
           replace: bool = True) -> dict[str, Any]:
     """Write the benchmark's protocol (``replace=False``: only when it has none); returns what is stored."""
+    from playlisteval.store.tables import BenchmarkProtocol
+
     with transaction(engine) as s:
         row = s.get(BenchmarkProtocol, benchmark_id)
         if row is not None and not replace:
@@ -82,6 +91,6 @@ def store(engine: Engine, benchmark_id: int, protocol: dict[str, Any], source: s
         if row is None:
             row = BenchmarkProtocol(benchmark_id=benchmark_id, protocol=protocol, source=source)
         else:
-            row.protocol, row.source, row.set_at = dict(protocol), source, now()
+            row.protocol, row.source, row.set_at = dict(protocol), source, time.time()
         s.add(row)
     return dict(protocol)

@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
-from sqlmodel import SQLModel
 
 _PAID = "CASE WHEN {r}.status IN ('ok', 'malformed', 'error', 'interrupted') THEN COALESCE({r}.usd, 0) ELSE 0 END"
 _RESERVED = "CASE WHEN {r}.status = 'in_flight' THEN COALESCE({r}.estimated_usd, 0) ELSE 0 END"
@@ -90,6 +89,8 @@ def install(conn: Connection) -> None:
     """Migration 0540: the table, its triggers, and the totals of the ledger as it stands (a backfill).
     Writers of the ledger wait meanwhile (PostgreSQL: a table lock; SQLite: the migration's write lock),
     so no change falls between the backfill and the triggers."""
+    from sqlmodel import SQLModel  # the table classes are loaded by the migration that runs this
+
     SQLModel.metadata.tables["spend_total"].create(conn, checkfirst=True)
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("LOCK TABLE model_call IN SHARE ROW EXCLUSIVE MODE")
