@@ -133,6 +133,15 @@ def test_the_main_job_runs_from_the_command_line_on_postgresql(on_postgresql: tu
     assert "sim/judge" in (proj.root / "report.html").read_text()
     [again] = proj.json("status", "--json")
     assert again["calls"] > st["calls"]  # the evaluation's calls are on the ledger too
+    # status, funnel and show read through Core SQL text (issue 26): PostgreSQL's JSON and booleans typed
+    prov = again["provenance"]
+    assert (prov["benchmark"], prov["benchmark_version"]) == (selected["name"], 1) and len(prov["content_hash"]) == 64
+    [funnel] = proj.json("funnel", "--json")
+    assert funnel["gates"]["C1"]["seen"] > 0 and funnel["max_attempts"]["phase1"] >= 1
+    story = json.loads(proj.cli("show", "1", "--json"))
+    assert story["item"] == 1 and story["calls"] and story["seed"]["segments"][0]["path"]
+    assert all(isinstance(a["malformed"], bool) and isinstance(a["output"], dict) for a in story["attempts"])
+    assert all(isinstance(c["cache_hit"], bool) for c in story["calls"])
 
 
 def test_sqlite_and_postgresql_give_the_same_benchmark_byte_for_byte(

@@ -10,48 +10,55 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlalchemy import JSON, Boolean, text
+from sqlalchemy.engine import Connection, Engine, Row
 
 from playlisteval.build.stages.feedback import guidance
 from playlisteval.errors import PlaylistEvalError
-from playlisteval.store.engine import transaction
-from playlisteval.store.tables import (
-    QA,
-    Answer,
-    DistractorSet,
-    Domain,
-    GateResult,
-    Item,
-    ItemEvent,
-    ModelCall,
-    ModelPrompt,
-    Playlist,
-    ResponseCache,
-    Seed,
-    Segment,
-    Video,
-)
+from playlisteval.store.engine import read_core
+
+# store/tables.py's columns as SQL text with the JSON and boolean columns typed (SQLite keeps 0/1 and text):
+# `show` reads one item's rows without loading the ORM's 44 table classes (issue 26, a third of its start-up)
+_ITEM = text("SELECT state, error, failed_from, phase1_attempts, phase2_attempts, version, claims, seed_id, "
+             "current_qa_id, current_set_id FROM item WHERE id = :id")
+_LAST_ITEM = text("SELECT max(id) FROM item")
+_SEED = text("SELECT seed.id, seed.similarity, seed.segment1_id, seed.segment2_id, domain.name AS domain "
+             "FROM seed LEFT JOIN domain ON domain.id = seed.domain_id WHERE seed.id = :id")
+_SEGMENT = text('SELECT segment.id, segment.video_id, segment."start", segment."end", segment.first_chunk, '
+                "segment.last_chunk, video.title, video.path, playlist.name AS playlist FROM segment "
+                "LEFT JOIN video ON video.id = segment.video_id LEFT JOIN playlist ON playlist.id = video.playlist_id "
+                "WHERE segment.id = :id")
+_GATES = text("SELECT phase, attempt, gate, verdict, reason, details, call_ids FROM gate_result "
+              "WHERE item_id = :id ORDER BY id").columns(details=JSON, call_ids=JSON)
+_QAS = text("SELECT id, attempt, question, answer, keyword, template, template_hash, malformed, payload FROM qa "
+            "WHERE item_id = :id ORDER BY attempt, id").columns(malformed=Boolean, payload=JSON)
+_SETS = text("SELECT id, attempt, qa_id, template, template_hash, malformed, payload FROM distractor_set "
+             "WHERE item_id = :id ORDER BY attempt, id").columns(malformed=Boolean, payload=JSON)
+_ANSWERS = text("SELECT rating, text, degraded_weight FROM answer WHERE set_id = :id ORDER BY rating DESC")
+_EVENTS = text("SELECT version, from_state, event, to_state, worker, at FROM item_event WHERE item_id = :id "
+               "ORDER BY version, id")
+_CALLS = text("SELECT id, role, provider, model, purpose, status, cache_hit, input_tokens, output_tokens, "
+              "thinking_tokens, latency_s, usd, estimated_usd, error, request_hash FROM model_call "
+              "WHERE item_id = :id ORDER BY id").columns(cache_hit=Boolean)
+_REPLY = text("SELECT response FROM response_cache WHERE request_hash = :h").columns(response=JSON)
+_PROMPT = text("SELECT text FROM model_prompt WHERE request_hash = :h")
 
 
 class ItemNotFound(PlaylistEvalError):
     pass
 
 
-def _segment(s: Any, segment_id: int) -> dict[str, Any]:
-    seg = s.get(Segment, segment_id)
+def _segment(s: Connection, segment_id: int) -> dict[str, Any]:
+    seg = s.execute(_SEGMENT, {"id": segment_id}).first()
     if seg is None:
         return {"id": segment_id, "missing": True}
-    video = s.get(Video, seg.video_id)
-    playlist = s.get(Playlist, video.playlist_id) if video else None
     return {
-        "id": seg.id, "video_id": seg.video_id, "video": video.title if video else None,
-        "path": video.path if video else None, "playlist": playlist.name if playlist else None,
+        "id": seg.id, "video_id": seg.video_id, "video": seg.title, "path": seg.path, "playlist": seg.playlist,
         "start": seg.start, "end": seg.end, "chunks": [seg.first_chunk, seg.last_chunk],
     }
 
 
-def _gates(rows: list[GateResult], phase: int, attempt: int, prompts_dir: str | None) -> list[dict[str, Any]]:
+def _gates(rows: list[Row[Any]], phase: int, attempt: int, prompts_dir: str | None) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         if r.phase != phase or r.attempt != attempt:
@@ -65,12 +72,12 @@ def _gates(rows: list[GateResult], phase: int, attempt: int, prompts_dir: str | 
     return out
 
 
-def _calls(s: Any, item_id: int) -> list[dict[str, Any]]:
+def _calls(s: Connection, item_id: int) -> list[dict[str, Any]]:
     calls = []
-    for c in s.exec(select(ModelCall).where(ModelCall.item_id == item_id).order_by(col(ModelCall.id))):
-        cached = s.get(ResponseCache, c.request_hash)
-        asked = s.get(ModelPrompt, c.request_hash.split(":try", 1)[0])
-        reply = (cached.response or {}).get("text") if cached is not None else None
+    for c in s.execute(_CALLS, {"id": item_id}).all():
+        cached = s.execute(_REPLY, {"h": c.request_hash}).scalar()
+        asked = s.execute(_PROMPT, {"h": c.request_hash.split(":try", 1)[0]}).first()
+        reply = (cached or {}).get("text") if cached is not None else None
         calls.append({
             "id": c.id, "role": c.role, "model": f"{c.provider}/{c.model}", "purpose": c.purpose,
             "status": c.status, "cache_hit": bool(c.cache_hit), "input_tokens": c.input_tokens,
@@ -84,18 +91,16 @@ def _calls(s: Any, item_id: int) -> list[dict[str, Any]]:
 
 def item_story(engine: Engine, item_id: int, prompts_dir: str | None = None) -> dict[str, Any]:
     """The item's story as plain data (JSON-ready)."""
-    with transaction(engine) as s:
-        item = s.get(Item, item_id)
+    with read_core(engine) as s:
+        item = s.execute(_ITEM, {"id": item_id}).first()
         if item is None:
-            last = s.exec(select(Item.id).order_by(col(Item.id).desc()).limit(1)).first()
+            last = s.execute(_LAST_ITEM).scalar()
             hint = f"items are numbered 1–{last}" if last else "the store has no items yet: run `playlisteval build`"
             raise ItemNotFound(f"no item {item_id}: {hint}")
-        seed = s.get(Seed, item.seed_id)
-        domain = s.get(Domain, seed.domain_id) if seed else None
-        gates = list(s.exec(select(GateResult).where(GateResult.item_id == item_id)
-                            .order_by(col(GateResult.id))).all())
+        seed = s.execute(_SEED, {"id": item.seed_id}).first()
+        gates = list(s.execute(_GATES, {"id": item_id}).all())
         questions = []
-        for qa in s.exec(select(QA).where(QA.item_id == item_id).order_by(col(QA.attempt), col(QA.id))):
+        for qa in s.execute(_QAS, {"id": item_id}).all():
             questions.append({
                 "phase": 1, "attempt": qa.attempt, "qa_id": qa.id, "question": qa.question,
                 "answer": qa.answer, "keyword": qa.keyword, "template": qa.template,
@@ -104,9 +109,8 @@ def item_story(engine: Engine, item_id: int, prompts_dir: str | None = None) -> 
                 "current": qa.id == item.current_qa_id,
             })
         sets = []
-        for ds in s.exec(select(DistractorSet).where(DistractorSet.item_id == item_id)
-                         .order_by(col(DistractorSet.attempt), col(DistractorSet.id))):
-            answers = s.exec(select(Answer).where(Answer.set_id == ds.id).order_by(col(Answer.rating).desc()))
+        for ds in s.execute(_SETS, {"id": item_id}).all():
+            answers = s.execute(_ANSWERS, {"id": ds.id}).all()
             sets.append({
                 "phase": 2, "attempt": ds.attempt, "set_id": ds.id, "qa_id": ds.qa_id,
                 "template": ds.template, "template_hash": ds.template_hash, "malformed": ds.malformed,
@@ -117,14 +121,13 @@ def item_story(engine: Engine, item_id: int, prompts_dir: str | None = None) -> 
             })
         events = [{"version": e.version, "from": e.from_state, "event": e.event, "to": e.to_state,
                    "worker": e.worker, "at": e.at}
-                  for e in s.exec(select(ItemEvent).where(ItemEvent.item_id == item_id)
-                                  .order_by(col(ItemEvent.version), col(ItemEvent.id)))]
+                  for e in s.execute(_EVENTS, {"id": item_id}).all()]
         calls = _calls(s, item_id)
         story: dict[str, Any] = {
             "item": item_id, "state": item.state, "error": item.error, "failed_from": item.failed_from,
             "phase1_attempts": item.phase1_attempts, "phase2_attempts": item.phase2_attempts,
             "version": item.version, "claims": item.claims,
-            "seed": {"id": seed.id if seed else None, "domain": domain.name if domain else None,
+            "seed": {"id": seed.id if seed else None, "domain": seed.domain if seed else None,
                      "similarity": seed.similarity if seed else None,
                      "segments": [_segment(s, seed.segment1_id), _segment(s, seed.segment2_id)] if seed else []},
             "attempts": questions + sets, "events": events, "calls": calls,

@@ -11,10 +11,8 @@ from typing import Any
 
 from sqlalchemy import JSON, Integer, String, text
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from playlisteval.store.engine import transaction
-from playlisteval.store.tables import Judgment
 
 
 def _entry(pair_id: int, evidence: dict[str, Any], verdict: str | None, outcome: str) -> dict[str, Any]:
@@ -26,6 +24,10 @@ def _entry(pair_id: int, evidence: dict[str, Any], verdict: str | None, outcome:
 
 def run_tool_calls(engine: Engine, run_id: int) -> dict[str, Any]:
     """One agentic run's tool use: totals by tool, and each pair's calls in order."""
+    from sqlmodel import col, select  # the ORM for a run's listing; `show` (item_tool_calls) reads without it
+
+    from playlisteval.store.tables import Judgment
+
     with transaction(engine) as s:
         rows = s.exec(select(Judgment.pair_id, Judgment.evidence, Judgment.verdict, Judgment.outcome)
                       .where(Judgment.run_id == run_id).order_by(col(Judgment.pair_id))).all()

@@ -12,14 +12,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam
-from sqlalchemy import select as sa_select
+from sqlalchemy import JSON, text
 from sqlalchemy.engine import Engine
-from sqlmodel import col
 
 from playlisteval.prompts.render import render
 from playlisteval.store.engine import read
-from playlisteval.store.tables import QA, DistractorSet, GateResult
 
 #: The pseudo-gate of a question given up after its Phase II attempts ran out (SPEC E2).
 GAVE_UP = "E2"
@@ -45,14 +42,13 @@ def guidance(gate: str, prompts_dir: str | None = None, reason: str = "") -> str
     return text.strip()
 
 
-# the columns read, not the ORM rows (issue 13: a row's unused JSON columns decoded, an entity built for each)
-_REJECTED = sa_select(col(GateResult.id), col(GateResult.attempt), col(GateResult.gate), col(GateResult.reason),
-                      col(GateResult.rejected_output)).where(
-    col(GateResult.item_id) == bindparam("item_id"), col(GateResult.phase) == bindparam("phase"),
-    col(GateResult.verdict) == "reject").order_by(col(GateResult.id))
-_SETS = sa_select(col(DistractorSet.attempt), col(DistractorSet.qa_id)).where(
-    col(DistractorSet.item_id) == bindparam("item_id"))
-_QA = sa_select(col(QA.attempt), col(QA.question), col(QA.answer)).where(col(QA.id) == bindparam("qa_id"))
+# the columns read, not the ORM rows (issue 13: a row's unused JSON columns decoded, an entity built for each),
+# as SQL text over store/tables.py's GateResult, DistractorSet and QA: `show` imports this module for
+# ``guidance`` and loads no table class (issue 26)
+_REJECTED = text("SELECT id, attempt, gate, reason, rejected_output FROM gate_result WHERE item_id = :item_id "
+                 "AND phase = :phase AND verdict = 'reject' ORDER BY id").columns(rejected_output=JSON)
+_SETS = text("SELECT attempt, qa_id FROM distractor_set WHERE item_id = :item_id")
+_QA = text("SELECT attempt, question, answer FROM qa WHERE id = :qa_id")
 
 
 def _rows(s: Any, item_id: int, phase: int) -> list[Any]:
