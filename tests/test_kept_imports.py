@@ -74,3 +74,19 @@ def test_status_reads_without_the_orm(tmp_path: Path) -> None:
     assert shown["states"] == {"selected": 12} and shown["calls"] == 30
     assert (shown["provenance"]["benchmark"], shown["provenance"]["benchmark_version"],
             shown["provenance"]["content_hash"]) == ("bench-big", 1, content_hash)
+
+
+def test_an_older_store_upgrades_in_a_fresh_process(tmp_path: Path) -> None:
+    """The table classes load only when a migration runs (issue 26): a step that reads their schema
+    (0540's spend_total) must find them loaded in a process that imported nothing else first."""
+    root = build_store(tmp_path / "p", 3, 1, 10, seed=1)
+    with sqlite3.connect(root / "playlisteval.db") as db:  # as a store made before migration 0540
+        db.executescript("DELETE FROM schema_migration WHERE name = '0540_spend_total'; "
+                         "DROP TRIGGER spend_total_insert; DROP TRIGGER spend_total_update; "
+                         "DROP TRIGGER spend_total_delete; DROP TABLE spend_total;")
+    done = subprocess.run([sys.executable, "-m", "playlisteval.cli", "--project", str(root), "status", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["paid_usd"] > 0  # the totals backfilled from the ledger
+    with sqlite3.connect(root / "playlisteval.db") as db:
+        assert db.execute("SELECT 1 FROM schema_migration WHERE name = '0540_spend_total'").fetchone()

@@ -179,13 +179,16 @@ def applied(engine: Engine) -> list[str]:
 def migrate(engine: Engine) -> list[str]:
     """Apply every migration not yet recorded; return the names applied now."""
     done = set(applied(engine))
+    if all(name in done for name, _ in MIGRATIONS):
+        return []  # up to date: the table classes are not loaded
+    metadata = _metadata()  # every step may read the tables' schema (spend_totals.install does)
     ran: list[str] = []
     for name, step in MIGRATIONS:
         if name in done:
             continue
         with engine.begin() as conn:
             if name != "0001_initial" and not inspect(conn).has_table("schema_migration"):
-                _metadata().tables["schema_migration"].create(conn)
+                metadata.tables["schema_migration"].create(conn)
             step(conn)
             if not conn.execute(text("SELECT 1 FROM schema_migration WHERE name = :n"), {"n": name}).first():
                 conn.execute(

@@ -89,7 +89,7 @@ def install(conn: Connection) -> None:
     """Migration 0540: the table, its triggers, and the totals of the ledger as it stands (a backfill).
     Writers of the ledger wait meanwhile (PostgreSQL: a table lock; SQLite: the migration's write lock),
     so no change falls between the backfill and the triggers."""
-    from sqlmodel import SQLModel  # the table classes are loaded by the migration that runs this
+    from sqlmodel import SQLModel  # filled with the table classes by migrations.migrate before any step runs
 
     SQLModel.metadata.tables["spend_total"].create(conn, checkfirst=True)
     if conn.dialect.name == "postgresql":
