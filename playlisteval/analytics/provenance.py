@@ -31,15 +31,14 @@ from sqlalchemy.engine import Engine, Row
 from playlisteval.config import Settings
 from playlisteval.store import counts, protocol, redact
 from playlisteval.store.engine import read_core
+from playlisteval.store.versions import summaries
 from playlisteval.version import __version__
 
 # SQL text with the JSON columns typed, not the ORM: `status --json` prints the provenance and loads no table
-# class (issue 26); the columns are store/tables.py's Benchmark, BenchmarkVersion and JudgeRun
+# class (issue 26); the columns are store/tables.py's Benchmark and JudgeRun
 _BENCH = "SELECT id, name, seed, settings, created_at FROM benchmark WHERE "
 _BENCH_BY_ID = text(_BENCH + "id = :key").columns(settings=JSON)
 _BENCH_BY_NAME = text(_BENCH + "name = :key").columns(settings=JSON)
-_VERSIONS = text("SELECT version, content_hash, created_at, snapshot FROM benchmark_version "
-                 "WHERE benchmark_id = :id ORDER BY version").columns(snapshot=JSON)
 _RUN_TIMES = text("SELECT max(created_at), max(finished_at) FROM judge_run WHERE benchmark_id = :id")
 
 
@@ -92,8 +91,8 @@ def provenance(engine: Engine, settings: Settings, benchmark: Any = None, *, ver
         out["settings_digest"] = _digest(settings.model_dump(mode="json"))
         return out
     bid = int(bench.id or 0)
+    rows = summaries(engine, bid)
     with read_core(engine) as s:
-        rows = list(s.execute(_VERSIONS, {"id": bid}).all())
         run_times = s.execute(_RUN_TIMES, {"id": bid}).first()
     chosen = next((r for r in rows if r.version == version), None) if version else (rows[-1] if rows else None)
     proto = protocol.stored(engine, bid)
