@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-import structlog
-
 from playlisteval.actors import App
 from playlisteval.actors.workers import run_foreground
 from playlisteval.errors import BudgetExceeded
+from playlisteval.logs import get_logger
 from playlisteval.models.batch.api import Backends
 from playlisteval.models.batch.lifecycle import Collector
 from playlisteval.models.batch.run import drive, live_requests
@@ -29,7 +28,7 @@ from playlisteval.store import items, transaction
 from playlisteval.store.states import State
 from playlisteval.store.tables import KeyValue
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: roles of the build (everything but the difficulty gate, the judges and the human study)
 BUILD_ROLES = frozenset({"B", "C2_transcript_answer", "C2_transcript_verify", "C2_parametric_answer_a",

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import dramatiq
-import structlog
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.errors import QueueJoinTimeout
 
@@ -29,10 +28,11 @@ from playlisteval.actors.app import App, current_app
 from playlisteval.actors.broker import is_redis, stop_worker
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError, PlaylistEvalError, as_infrastructure
+from playlisteval.logs import get_logger
 from playlisteval.models.runner import Runner
 from playlisteval.store import open_store
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: kind → "module:function" doing one job: fn(settings, engine, runner, job) → the job's counts
 HANDLERS = {"gate": "playlisteval.select.difficulty:gate_job", "judge": "playlisteval.eval.judge:judge_job",

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Sequence
 
 import dramatiq
-import structlog
 from dramatiq.brokers.stub import StubBroker
 from sqlalchemy.engine import Engine
 
@@ -30,8 +29,9 @@ from playlisteval.config import Settings
 from playlisteval.index import pipeline
 from playlisteval.index.changes import Changed
 from playlisteval.index.pipeline import IndexReport, Progress
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def _drained(stub: StubBroker, queue: str) -> threading.Event:

@@ -15,16 +15,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from sqlalchemy import or_, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from playlisteval.logs import get_logger
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import KeyValue, WorkJob, now
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 OPEN = (QUEUED, RUNNING)

@@ -14,12 +14,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import structlog
 from sqlalchemy.engine import Engine
 
+from playlisteval.logs import get_logger
 from playlisteval.store import items
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class LeaseKeeper:

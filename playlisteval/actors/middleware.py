@@ -42,6 +42,7 @@ import structlog
 from dramatiq.broker import MessageProxy
 
 from playlisteval.errors import BudgetExceeded, as_infrastructure
+from playlisteval.logs import get_logger
 from playlisteval.models.budget import PAUSED_KEY
 from playlisteval.store import items, transaction
 from playlisteval.store.states import STEPS, Event, State
@@ -50,7 +51,7 @@ from playlisteval.store.tables import KeyValue
 if TYPE_CHECKING:
     from playlisteval.actors.app import App
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: build-step actor name → the working state it steps
 STEP_ACTORS: dict[str, State] = {step.actor: state for state, step in STEPS.items()}

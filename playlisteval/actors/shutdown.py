@@ -18,15 +18,15 @@ import threading
 from typing import TYPE_CHECKING
 
 import dramatiq
-import structlog
 
 from playlisteval.actors.broker import stop_worker
 from playlisteval.index import leases as video_leases
+from playlisteval.logs import get_logger
 
 if TYPE_CHECKING:
     from playlisteval.actors.app import App
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class BoundedStop:

@@ -19,18 +19,17 @@ middleware's (actors/middleware.py); what is left here is what the step decides:
 
 from __future__ import annotations
 
-import structlog
-
 from playlisteval.actors.app import App
 from playlisteval.actors.middleware import Turn, release_quietly, run_inline
 from playlisteval.build.stages import STAGES, StepContext, faults
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError, as_infrastructure
+from playlisteval.logs import get_logger
 from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.store import items, outbox
 from playlisteval.store.states import WORKING, Event, Limits, State
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 def limits_for(settings: Settings) -> Limits:
     b = settings.build

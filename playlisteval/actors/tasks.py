@@ -20,17 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import dramatiq
-import structlog
 from dramatiq.brokers.stub import StubBroker
 
 from playlisteval.actors import middleware
 from playlisteval.actors.middleware import Sweeper
 from playlisteval.config import Settings
 from playlisteval.errors import as_infrastructure
+from playlisteval.logs import get_logger
 from playlisteval.store.states import STEPS as STATE_STEPS
 from playlisteval.store.states import State, Step
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 BUILD_QUEUE = STATE_STEPS[State.PENDING].queue
 INDEX_QUEUE = "index"

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import dramatiq
-import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -25,12 +24,13 @@ from playlisteval.actors import tasks
 from playlisteval.actors.broker import queued_ids
 from playlisteval.index import leases as video_leases
 from playlisteval.index.work import read_outcome
+from playlisteval.logs import get_logger
 from playlisteval.store.tables import Video
 
 if TYPE_CHECKING:
     from playlisteval.actors.app import App
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def sweep_videos(app: App) -> int:

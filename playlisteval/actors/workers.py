@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import dramatiq
-import structlog
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
@@ -21,12 +20,13 @@ from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
 from playlisteval.actors.broker import queued_ids, stop_worker
 from playlisteval.actors.shutdown import BoundedStop
 from playlisteval.actors.video_sweep import sweep_videos
+from playlisteval.logs import get_logger
 from playlisteval.models.budget import PAUSED_KEY
 from playlisteval.store import items, outbox, transaction
 from playlisteval.store.states import State
 from playlisteval.store.tables import KeyValue
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: The longest a Redis consumer of steps or questions waits before looking for work again (ms): its back-off
 #: grows from 5 ms to this while the queue is empty or every thread is busy; the step-to-step gap holds

@@ -15,14 +15,14 @@ import json
 from typing import Any
 
 import duckdb
-import structlog
 
 from playlisteval.analytics import section_cache, sql_values
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.scan import literal
 from playlisteval.config import Settings
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 TABLE = "_board_cache"  # in the analytics file: (kind, key, printed text)
 

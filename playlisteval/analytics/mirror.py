@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import structlog
 from sqlalchemy.engine import Engine
 
 from playlisteval.analytics import scan
 from playlisteval.analytics.scan import Column, quote
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 META = "_mirror"  # per table: what was copied (signature, count, largest id, rows to re-read)
 STORE_ROW = ".store"  # META's row for the whole store: the SQLite files' stamps the last sync ended at

@@ -34,7 +34,6 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import structlog
 from sqlalchemy.engine import Engine
 
 from playlisteval.analytics import mirror, scan, sealed, sql_values
@@ -43,8 +42,9 @@ from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import COLUMNS, run_options_rows
 from playlisteval.config import Settings
 from playlisteval.eval import runkey
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 FILE_NAME = "analytics.duckdb"  # the analytics file, in the project's folder (mirror.py)
 _FILE = re.compile(r"^(?:(\d+)_)?([a-z][a-z0-9_]*)\.sql$")

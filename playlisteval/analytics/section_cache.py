@@ -24,15 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import structlog
 
 from playlisteval.analytics import sql_values
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.scan import literal, quote
 from playlisteval.analytics.tabular import DisplayTable, Section
 from playlisteval.config import Settings
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 TABLE = "_report_cache"  # in the analytics file: (key, benchmark shown, simulated banner, sections as JSON)
 LIBRARIES = ("duckdb", "numpy", "jinja2", "pyarrow")

@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from playlisteval.logs import get_logger
 from playlisteval.store.engine import transaction
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 OK, MISSING, CHANGED, UNVERIFIABLE = "ok", "missing", "changed", "unverifiable"
 

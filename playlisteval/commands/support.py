@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
-import structlog
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -28,10 +27,11 @@ from rich.progress import (
 from rich.text import Text
 
 from playlisteval.config import Settings, load_settings
+from playlisteval.logs import get_logger
 
 console = Console()
 err_console = Console(stderr=True)
-log = structlog.get_logger("playlisteval.progress")
+log = get_logger("playlisteval.progress")
 
 #: update(task, done, total): what a long step calls as its units of work finish
 Update = Callable[[str, int, int], None]

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
@@ -43,6 +42,7 @@ from playlisteval.eval.reward import ask_reward, is_reward_judge
 from playlisteval.eval.runs import record as record_results
 from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
+from playlisteval.logs import get_logger
 from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
@@ -51,7 +51,7 @@ from playlisteval.store import open_store, versions
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import BenchmarkPair, JudgeError, JudgeRun, Judgment, Pair, now
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 ROLE = "G"
 PURPOSE = "eval"

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import structlog
 from sqlalchemy import delete
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
@@ -29,6 +28,7 @@ from playlisteval.errors import ConfigError, PlaylistEvalError, StateError
 from playlisteval.eval.corpus import Question, load_questions
 from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.vectors import decode_many
+from playlisteval.logs import get_logger
 from playlisteval.models.runner import Runner
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import (
@@ -42,7 +42,7 @@ from playlisteval.store.tables import (
     Video,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 BLOCK = 64  # questions per job: one embedding batch and one matrix product each
 #: failures of one domain or question that leave the run going (a bad setting still stops it)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-import structlog
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -39,10 +38,11 @@ from playlisteval.human.errors import RatingRefused
 from playlisteval.human.tasks import find_study, study_setting, task_view
 from playlisteval.human.throttle import Throttle
 from playlisteval.human.words import MAX_REASON
+from playlisteval.logs import get_logger
 from playlisteval.store import open_store
 from playlisteval.store.tables import HumanAnnotator
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 COOKIE = "playlisteval_human"
 #: a rating form's body: the reason's MAX_REASON characters, percent-encoded (up to 12 bytes each), and the rest
 MAX_FORM_BYTES = 12 * MAX_REASON + 4096

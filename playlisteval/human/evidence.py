@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
 from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings
@@ -30,6 +29,7 @@ from playlisteval.errors import BudgetExceeded, MediaError, ModelError
 from playlisteval.human import grounding
 from playlisteval.human.grounding import GroundedRange, GroundingInput, SegmentMedia
 from playlisteval.human.tasks import study_tasks
+from playlisteval.logs import get_logger
 from playlisteval.media.clips import ClipSpec, model_clip
 from playlisteval.media.kept import KeptFrames, kept_root
 from playlisteval.models import preflight
@@ -37,7 +37,7 @@ from playlisteval.models.runner import Runner
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import HumanStudy, HumanTask
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 HOP_WEIGHT = 2  # a hop's own range outranks an answer sentence's when clips are chosen
 CLIP_FPS_CAP = 30.0  # annotators' clips keep the source frame rate up to this
 

@@ -28,7 +28,6 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
-import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
@@ -37,10 +36,11 @@ from playlisteval.analytics.rates import shown_name
 from playlisteval.config import Settings
 from playlisteval.human.errors import HumanStudyError
 from playlisteval.human.results import RatingFacts, TaskFacts, valid_choices
+from playlisteval.logs import get_logger
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import BenchmarkPair
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 INTENDED = "intended"
 LABEL = ("per pair: 1 when the majority of its valid ratings agrees with the intended answer, 0 when it "

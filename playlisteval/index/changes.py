@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -32,11 +31,12 @@ from playlisteval.errors import ConfigError, MediaError
 from playlisteval.index.captions import find_sidecar
 from playlisteval.index.collection import content_moved, file_stamp
 from playlisteval.index.removal import _cascade, _ids, _plan, _table
+from playlisteval.logs import get_logger
 from playlisteval.media.probe import probe
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, Item, Seed, Segment, Video
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 _WATCHED = ("new", "indexed", "duplicate")  # a skipped file is probed again by `add` once repaired
 
 

@@ -23,16 +23,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import structlog
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from playlisteval.logs import get_logger
 from playlisteval.store import items
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import KeyValue, Video
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: the index run whose videos the sweepers send again when they free one (written by the coordinator)
 RUN_KEY = "index.run"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -23,10 +22,11 @@ from playlisteval.errors import ConfigError
 from playlisteval.index.embedders import get_embedder
 from playlisteval.index.modality import Recipe, make_recipe, parse
 from playlisteval.index.pipeline import Dispatch, Progress, index_videos
+from playlisteval.logs import get_logger
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import RetrievalVariant, Video
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass

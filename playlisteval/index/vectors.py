@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import structlog
 
 from playlisteval.index.blas import one_blas_thread
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _DTYPE = np.dtype("<f4")
 

@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import structlog
 from PIL import Image
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
@@ -41,13 +40,14 @@ from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get
 from playlisteval.index.ocr import FrameTextReader, get_ocr
 from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
+from playlisteval.logs import get_logger
 from playlisteval.media.frames import FrameReader, frames_at, keyed_sample_times, keyframe_times, sample_times
 from playlisteval.media.kept import MAX_SIDE, KeptFrames, kept_root
 from playlisteval.media.probe import probe
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 _TEXT_WINDOW = 64  # chunks embedded per call when no frames are needed
 
 

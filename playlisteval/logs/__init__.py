@@ -1,8 +1,10 @@
 """Logging (setup.py: structlog, human-readable lines on stderr, JSON with PLAYLISTEVAL_LOG_JSON=1) and the one
 redaction of secrets every log line, error text and printed message passes (redaction.py).
 
-The package itself imports nothing: the CLI redacts its streams (redaction.py, standard library only) for a bare
-`--help` without paying for structlog, which setup.py loads when a command runs.
+The package imports only the standard library: the CLI redacts its streams (redaction.py) for a bare `--help`,
+and a command's loggers (``get_logger``, lazy.py) load structlog with the first line worth writing, so a
+command that writes none never pays for it (issue 26); the standard library's handler is set at once
+(handlers.py).
 
 May import: the standard library and structlog only (the bottom layer: every package may import it).
 """
@@ -11,15 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-_SETUP = ("configure", "quiet_third_party_bars", "redact_event")
+from playlisteval.logs.handlers import quiet_third_party_bars
+from playlisteval.logs.lazy import configure, get_logger
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SETUP:
+    if name == "redact_event":
         from playlisteval.logs import setup
 
-        return getattr(setup, name)
+        return setup.redact_event
     raise AttributeError(f"module 'playlisteval.logs' has no attribute {name!r}")
 
 
-__all__ = list(_SETUP)
+__all__ = ["configure", "get_logger", "quiet_third_party_bars", "redact_event"]

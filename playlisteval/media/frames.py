@@ -31,12 +31,12 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
-import structlog
 from PIL import Image
 
 from playlisteval.errors import MediaError
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 DECORD_CODECS = {"h264", "hevc", "mpeg4"}
 _SEEK_GAP_S = 2.0  # PyAV: decode forward to a frame this close ahead instead of seeking to it
 # PyAV, keyframes only: demuxing forward is cheap (no decoding), so seek only across a long gap

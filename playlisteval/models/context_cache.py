@@ -23,18 +23,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import structlog
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 
 from playlisteval.config import Settings
+from playlisteval.logs import get_logger
 from playlisteval.models import pricing
 from playlisteval.models.request import ModelRequest, TextPart, Usage, stable_dump
 from playlisteval.models.runner import fingerprint
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import ContextCache, ModelCall, now
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 ROLE = "context_cache"
 
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 import threading
 
-import structlog
-
 from playlisteval.errors import ModelError, PermanentModelError, ProviderDown, TransientModelError
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _AUTH = re.compile(r"(?:Error code:|HTTP)\s*(401|403)\b")
 

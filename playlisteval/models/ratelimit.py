@@ -26,13 +26,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-import structlog
-
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError
+from playlisteval.logs import get_logger
 from playlisteval.models.request import Usage
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _POLL_S = 0.05
 DEFAULT_SLOT_TTL_S = 10.0

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import structlog
 from pydantic import ValidationError
 from sqlalchemy import func, text
 from sqlalchemy.engine import Engine
@@ -32,6 +31,7 @@ from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, InfrastructureError, PermanentModelError, TransientModelError
+from playlisteval.logs import get_logger
 from playlisteval.models import ledger, pricing
 from playlisteval.models.budget import Spend, budget_usd
 from playlisteval.models.failstreak import STREAK
@@ -53,7 +53,7 @@ from playlisteval.store import spend_totals
 from playlisteval.store.engine import read
 from playlisteval.store.tables import ModelCall, now
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _BUDGET_LOCK = 0x706C6576  # the advisory lock that serializes budget reservations on PostgreSQL
 _REQUEST_LOCKS = 0x7065  # the class of the per-request advisory locks (two-key form: its own key space)

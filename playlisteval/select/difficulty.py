@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
@@ -35,6 +34,7 @@ from playlisteval.eval.corpus import Corpora, check_scope, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import AudioOptions, JudgeInput, ask, judge_input
 from playlisteval.eval.verdicts import ERROR, VERDICT
+from playlisteval.logs import get_logger
 from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.models.request import GenerationSettings
 from playlisteval.models.runner import Runner
@@ -42,7 +42,7 @@ from playlisteval.select import gate_key
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Pair
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 ROLES = ("F_first", "F_second")
 PURPOSE = "select"
 Tick = Callable[[int], None]

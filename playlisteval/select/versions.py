@@ -19,19 +19,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import structlog
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
+from playlisteval.logs import get_logger
 from playlisteval.select.export import ExportReport, benchmark_rows, card_text, export
 from playlisteval.select.pairs import find_benchmark
 from playlisteval.store import versions as stored_versions
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Benchmark, BenchmarkVersion
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def jsonl_text(rows: list[dict[str, Any]]) -> str:

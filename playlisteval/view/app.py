@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import structlog
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -31,13 +30,14 @@ from starlette.templating import Jinja2Templates
 
 from playlisteval.config import Settings
 from playlisteval.human.app import SecurityHeaders
+from playlisteval.logs import get_logger
 from playlisteval.store import open_store
 from playlisteval.store.states import GATE_ORDER, State
 from playlisteval.view import boards, listing, media
 from playlisteval.view.access import TokenGate
 from playlisteval.view.card import mmss, pair_card
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 STATIC = Path(__file__).with_name("static")
 
 

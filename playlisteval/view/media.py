@@ -13,14 +13,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from playlisteval.errors import MediaError
+from playlisteval.logs import get_logger
 from playlisteval.media.kept import KeptFrames, kept_root
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 FRAME_BOX = (640, 360)  # a decoded frame fits inside this
 VIDEO_TYPES = {".mp4": "video/mp4", ".m4v": "video/mp4", ".mov": "video/quicktime", ".webm": "video/webm",
                ".mkv": "video/x-matroska", ".avi": "video/x-msvideo"}

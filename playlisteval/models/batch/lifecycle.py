@@ -26,7 +26,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 
-import structlog
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -34,6 +33,7 @@ from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, ModelError, ProviderNotAvailable, TransientModelError
+from playlisteval.logs import get_logger
 from playlisteval.models import pricing
 from playlisteval.models.batch.api import Backends, Encoded, has_batch_api
 from playlisteval.models.batch.listing import LIVE
@@ -44,7 +44,7 @@ from playlisteval.models.runner import _spent
 from playlisteval.store import transaction
 from playlisteval.store.tables import ModelBatch, ModelBatchRequest, ModelCall
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class Deferred(Exception):

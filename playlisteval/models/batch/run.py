@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import structlog
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import BudgetExceeded, QuotaExhausted
+from playlisteval.logs import get_logger
 from playlisteval.models.batch.api import Backends
 from playlisteval.models.batch.lifecycle import Collector, send_pending, write_batches
 from playlisteval.models.batch.listing import LIVE, OPEN
@@ -30,7 +30,7 @@ from playlisteval.models.runner import Runner
 from playlisteval.store import transaction
 from playlisteval.store.tables import ModelBatch, ModelBatchRequest
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 T = TypeVar("T")
 
 

@@ -26,16 +26,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from pydantic import BaseModel
 
 from playlisteval.config import Settings
 from playlisteval.errors import PermanentModelError, ProviderNotAvailable, TransientModelError
+from playlisteval.logs import get_logger
 from playlisteval.models.providers.llama_weights import resolve
 from playlisteval.models.providers.wire import strict_json_schema
 from playlisteval.models.request import ModelRequest, ProviderReply, TextPart, Usage
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 SEED = 0  # llama.cpp's sampler seed: with temperature 0 (the default here) replies are greedy anyway
 
 

@@ -20,12 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
 from playlisteval.config import Settings
 from playlisteval.errors import PermanentModelError
+from playlisteval.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 _CHUNK = 1 << 20
 
 

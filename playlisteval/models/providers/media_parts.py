@@ -18,17 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from playlisteval.config import Settings
 from playlisteval.errors import MediaError, PermanentModelError
+from playlisteval.logs import get_logger
 from playlisteval.media.clips import content_fingerprint, mime_of
 from playlisteval.media.frames import save_frames
 from playlisteval.media.probe import probe
 from playlisteval.models.providers.pixel_budget import budget_of, fit_path
 from playlisteval.models.request import ImagePart, ModelRequest, VideoPart
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _codecs: dict[str, str] = {}
 _lock = threading.Lock()
