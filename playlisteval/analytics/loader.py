@@ -14,42 +14,25 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import inspect, types
+from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 
-from playlisteval.errors import PlaylistEvalError
+from playlisteval.analytics.columns import BOOL, FLOAT, INT, JSON, SKIPPED_TABLES, TEXT, AnalyticsError, kind_of
 from playlisteval.store.engine import is_sqlite
+
+__all__ = ["AnalyticsError", "load_tables", "table_names"]
 
 BATCH_ROWS = 50_000  # rows per fetch: bounded memory in the driver, few Python round trips
 
-# Tables never loaded: raw model responses (large, and the ledger already holds what they cost)
-# and bookkeeping.
-SKIPPED_TABLES = frozenset({"response_cache", "schema_migration", "kv", "remote_file"})
+_ARROW = {BOOL: pa.bool_(), INT: pa.int64(), FLOAT: pa.float64(), TEXT: pa.string(), JSON: pa.string()}
 
 
-JSON = "json"  # a column kind of its own: loaded as JSON text, whichever store it comes from
+def _arrow(kind: str) -> pa.DataType:
+    """The Arrow type a column of ``kind`` is loaded as (JSON as its text)."""
+    return _ARROW[kind]
 
 
-def _kind(sa_type: types.TypeEngine[Any]) -> pa.DataType | str | None:
-    """Arrow type (or JSON) for a reflected column type; None for binary columns, which are not loaded."""
-    if isinstance(sa_type, types._Binary):
-        return None
-    if isinstance(sa_type, types.JSON):
-        return JSON
-    if isinstance(sa_type, types.Boolean):
-        return pa.bool_()
-    if isinstance(sa_type, types.Integer):
-        return pa.int64()
-    if isinstance(sa_type, types.Float | types.Numeric):
-        return pa.float64()
-    return pa.string()  # text, varchar, and anything unknown
-
-
-class AnalyticsError(PlaylistEvalError):
-    """The analytics cannot run: a store value of the wrong type, a query not read-only, a DuckDB error."""
-
-
-def _convert(values: tuple[Any, ...], kind: pa.DataType | str, json_as_text: bool, where: str) -> pa.Array:
+def _convert(values: tuple[Any, ...], kind: str, json_as_text: bool, where: str) -> pa.Array:
     """One column of a batch. pyarrow converts plain ints, floats, strings and None in C; only what
     needs it (JSON from PostgreSQL, booleans stored as 0/1, odd types) goes through Python."""
     if kind == JSON:
@@ -57,14 +40,14 @@ def _convert(values: tuple[Any, ...], kind: pa.DataType | str, json_as_text: boo
             return _finish(pa.array(values, type=pa.string()), JSON)
         return pa.array([None if v is None else json.dumps(v) for v in values], type=pa.string())
     try:
-        if kind == pa.bool_():
+        if kind == BOOL:
             return pa.array(values).cast(pa.bool_())  # 0/1 (SQLite) or True/False (PostgreSQL)
-        return pa.array(values, type=kind)
+        return pa.array(values, type=_arrow(kind))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass  # SQLite's loose typing: a value stored with another type than its column's
-    cast: Any = {pa.string(): str, pa.bool_(): bool, pa.float64(): float}.get(kind, int)
+    cast: Any = {TEXT: str, BOOL: bool, FLOAT: float}.get(kind, int)
     try:
-        return pa.array([None if v is None else cast(v) for v in values], type=kind)
+        return pa.array([None if v is None else cast(v) for v in values], type=_arrow(kind))
     except (ValueError, TypeError) as exc:
         raise AnalyticsError(f"{where} holds a value that is not {kind}: {exc}") from None
 
@@ -97,22 +80,20 @@ def table_names(engine: Engine) -> list[str]:
     return sorted(name for name in inspect(engine).get_table_names() if name not in SKIPPED_TABLES)
 
 
-def _raw_type(kind: pa.DataType | str) -> pa.DataType:
+def _raw_type(kind: str) -> pa.DataType:
     """The type a driver value has before _finish: SQLite booleans are 0/1, JSON is text."""
-    if kind == JSON:
-        return pa.string()
-    return pa.int64() if kind == pa.bool_() else kind
+    return pa.int64() if kind == BOOL else _arrow(kind)
 
 
-def _finish(column: pa.Array, kind: pa.DataType | str) -> pa.Array:
+def _finish(column: pa.Array, kind: str) -> pa.Array:
     if kind == JSON:
         import pyarrow.compute as pc  # here: the fallback loader alone needs it (0.02 s of every report)
 
         return pc.if_else(pc.equal(column, "null"), pa.scalar(None, pa.string()), column)
-    return column.cast(pa.bool_()) if kind == pa.bool_() else column
+    return column.cast(pa.bool_()) if kind == BOOL else column
 
 
-def _batch(table: str, rows: list[tuple[Any, ...]], kept: list[tuple[str, Any]], schema: pa.Schema,
+def _batch(table: str, rows: list[tuple[Any, ...]], kept: list[tuple[str, str]], schema: pa.Schema,
            json_as_text: bool) -> pa.RecordBatch:
     if json_as_text:
         # fast path: the whole batch converted in C as one struct array, then split into columns
@@ -141,9 +122,9 @@ def load_tables(engine: Engine, names: Iterable[str] | None = None,
     out: dict[str, pa.Table] = {}
     with _snapshot(engine) as cursor:
         for name in wanted:
-            columns = [(c["name"], _kind(c["type"])) for c in inspector.get_columns(name)]
+            columns = [(c["name"], kind_of(c["type"])) for c in inspector.get_columns(name)]
             kept = [(col, kind) for col, kind in columns if kind is not None and col not in skip.get(name, ())]
-            schema = pa.schema([pa.field(col, pa.string() if kind == JSON else kind) for col, kind in kept])
+            schema = pa.schema([pa.field(col, _arrow(kind)) for col, kind in kept])
             cursor.execute(f"SELECT {', '.join(quote(c) for c, _ in kept)} FROM {quote(name)}")
             batches = []
             while rows := cursor.fetchmany(BATCH_ROWS):

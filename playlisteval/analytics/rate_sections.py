@@ -10,13 +10,8 @@ from typing import Any
 from playlisteval.analytics import plots, rates, run_cost, run_rates, science, scope_figure
 from playlisteval.analytics.rates import Bootstrap, Row, shown_name
 from playlisteval.analytics.runner import Analytics
-from playlisteval.analytics.tabular import Col, DisplayTable, Section, display, fmt
+from playlisteval.analytics.tabular import LEADERBOARD_COLS, Col, DisplayTable, Section, display, fmt
 
-LEADERBOARD_COLS = [Col("judge_shown", "Judge"), Col("retrieved_ci", "Retrieved % [CI]", "ci"),
-                    Col("uniform_ci", "Uniform % [CI]", "ci"), Col("difference_ci", "Δ pts [CI]", "cipts"),
-                    Col("difference_ci", "p (Δ)", "p"), Col("n_retrieved", "Pairs", "int"),
-                    Col("no_verdict_retrieved", "No verdict", "int"), Col("errors_retrieved", "Errors", "int"),
-                    Col("status", "Status")]
 DIFF_COLS = [Col("judge_a_shown", "Judge A"), Col("judge_b_shown", "Judge B"), Col("n", "Pairs in both", "int"),
              Col("difference_ci", "A − B pts [CI]", "cipts"), Col("difference_ci", "p", "p")]
 

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from playlisteval.analytics import interval_batch, intervals
 from playlisteval.analytics.intervals import Interval
 from playlisteval.analytics.runner import Analytics
+from playlisteval.analytics.tabular import interval_label
 from playlisteval.config import Settings
 
 UNITS = ("question", "video", "playlist")  # columns of the view question_cluster
@@ -88,8 +89,7 @@ class Bootstrap:
 
     @property
     def label(self) -> str:
-        return (f"{round(100 * self.level)} % intervals from a bootstrap over {self.unit}s ({self.resamples} "
-                f"resamples, seed {self.seed}); p-values from a sign-flip test over {self.unit}s")
+        return interval_label(self.seed, self.resamples, self.level, self.unit)
 
 
 def aggregate(an: Analytics, sql: str, params: Sequence[Any], keys: Sequence[str], boot: Bootstrap,

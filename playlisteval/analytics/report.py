@@ -18,9 +18,8 @@ from jinja2 import Environment, StrictUndefined
 from playlisteval.analytics import section_cache
 from playlisteval.analytics.provenance import labelled as provenance_rows
 from playlisteval.analytics.provenance import provenance as provenance_of
-from playlisteval.analytics.rates import Bootstrap, is_simulated
 from playlisteval.analytics.runner import Analytics, AnalyticsError
-from playlisteval.analytics.tabular import Col, Section, display, fmt, generic
+from playlisteval.analytics.tabular import Col, Section, display, fmt, generic, settings_interval_label
 from playlisteval.config import Settings
 
 __all__ = ["Page", "Section", "build_sections", "choose_benchmark", "leaderboard_rows", "render", "write_page",
@@ -167,6 +166,7 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
     # the sections' modules (attribution, power, figures …) load when sections are computed: a report whose
     # sections are kept (section_cache) never imports them (issue 26: report with nothing changed <= 1 s)
     from playlisteval.analytics import check_sections, rate_sections, retriever_ablation, trust_sections
+    from playlisteval.analytics.rates import Bootstrap
 
     boot = Bootstrap.of(settings)
     makers: list[Callable[[], Section]] = [
@@ -223,6 +223,7 @@ def render(sections: list[Section], *, title: str, benchmark: str | None, simula
 
 def simulated_banner(an: Analytics) -> str:
     """The report's banner when anything in the store came from the sim."""
+    from playlisteval.analytics.rates import is_simulated
     from playlisteval.models.simulated import NOTE
 
     return NOTE if is_simulated(an.engine) else ""
@@ -264,7 +265,7 @@ def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | No
     sections = _with_extra(kept.sections, settings, extra)
     prov = provenance_of(an.engine, settings, kept.benchmark, generated=True)  # issue 22: after the cache
     page = render(sections, title=settings.project.name, benchmark=kept.benchmark, simulated=kept.simulated,
-                  intervals=Bootstrap.of(settings).label, provenance=prov)
+                  intervals=settings_interval_label(settings), provenance=prov)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return Page(kept.benchmark, kept.simulated, sections, prov)

@@ -30,19 +30,21 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 from sqlalchemy.engine import Engine
 
 from playlisteval.analytics import mirror, scan, sealed, sql_values
-from playlisteval.analytics.loader import AnalyticsError, load_tables
+from playlisteval.analytics.columns import AnalyticsError
 from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import COLUMNS, run_options_rows
 from playlisteval.config import Settings
 from playlisteval.eval import runkey
 from playlisteval.logs import get_logger
+
+if TYPE_CHECKING:  # pyarrow loads with the first Arrow table (duckdb imports it): not for a kept report
+    import pyarrow as pa
 
 log = get_logger(__name__)
 
@@ -148,6 +150,8 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])
         con.close()
         mirror.release(used)
+    from playlisteval.analytics.loader import load_tables  # the fallback: pyarrow only here
+
     con = duckdb.connect(":memory:")
     tables = load_tables(engine) if names is None else load_tables(engine, names, skip_columns=skip)
     for name, table in tables.items():

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics.loader import JSON, SKIPPED_TABLES, _kind
+from playlisteval.analytics.columns import BOOL, FLOAT, INT, JSON, SKIPPED_TABLES, kind_of
 from playlisteval.store.engine import SqliteFileBusy, foreign_sqlite, is_sqlite
 
 ALIAS = "store"  # the attached store's catalog name inside DuckDB
@@ -39,7 +38,7 @@ class ScanUnavailable(Exception):
 @dataclass(frozen=True)
 class Column:
     name: str
-    kind: pa.DataType | str  # an Arrow type or JSON (loader._kind)
+    kind: str  # columns.py's kind of the reflected type
 
     def expression(self) -> str:
         """The column cast to its analytics type (from the scanner's type, or from the text
@@ -47,13 +46,13 @@ class Column:
         q = quote(self.name)
         if self.kind == JSON:
             return f"nullif(CAST({q} AS VARCHAR), 'null') AS {q}"
-        sql_type = {pa.bool_(): "BOOLEAN", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}.get(self.kind, "VARCHAR")
+        sql_type = {BOOL: "BOOLEAN", INT: "BIGINT", FLOAT: "DOUBLE"}.get(self.kind, "VARCHAR")
         return f"CAST({q} AS {sql_type}) AS {q}"
 
     def native(self, sqlite: bool) -> str:
         """The column as the store's own SQL selects it for a filtered read (``sqlite_query``)."""
         q = quote(self.name)
-        if sqlite and self.kind == pa.float64():
+        if sqlite and self.kind == FLOAT:
             # '!' lifts SQLite's printf past 16 digits; 20 round-trip every double (17 did not, measured)
             return f"CASE WHEN {q} IS NULL THEN NULL ELSE printf('%!.20g', {q}) END AS {q}"
         return q
@@ -155,7 +154,7 @@ def store_columns(engine: Engine, names: list[str] | None,
     out: dict[str, list[Column]] = {}
     for (_schema, table), columns in reflected.items():
         out[table] = [Column(c["name"], kind) for c in columns
-                      if (kind := _kind(c["type"])) is not None and c["name"] not in skip.get(table, ())]
+                      if (kind := kind_of(c["type"])) is not None and c["name"] not in skip.get(table, ())]
     return {name: out[name] for name in wanted if name in out}
 
 

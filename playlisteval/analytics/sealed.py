@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from playlisteval.analytics.loader import AnalyticsError
+from playlisteval.analytics.columns import AnalyticsError
 
 #: table functions that read nothing: they make rows from their arguments
 ROW_MAKERS = frozenset({"range", "generate_series", "unnest"})

@@ -80,6 +80,14 @@ class Section:
     examples: list[dict[str, Any]] = field(default_factory=list)
 
 
+
+#: the leaderboard's overall table (rate_sections.py), which the CLI also reads back from a kept page
+LEADERBOARD_COLS = [Col("judge_shown", "Judge"), Col("retrieved_ci", "Retrieved % [CI]", "ci"),
+                    Col("uniform_ci", "Uniform % [CI]", "ci"), Col("difference_ci", "Δ pts [CI]", "cipts"),
+                    Col("difference_ci", "p (Δ)", "p"), Col("n_retrieved", "Pairs", "int"),
+                    Col("no_verdict_retrieved", "No verdict", "int"), Col("errors_retrieved", "Errors", "int"),
+                    Col("status", "Status")]
+
 def display(rows: Sequence[dict[str, Any]], columns: Sequence[Col]) -> DisplayTable:
     return DisplayTable(
         headers=[c.header for c in columns],
@@ -109,3 +117,16 @@ def pivot(rows: Sequence[dict[str, Any]], row_key: str, col_key: str, value_key:
     for name, values in seen.items():
         table.rows.append([name, *(fmt(values.get(c), kind) for c in cols)])
     return table
+
+
+def interval_label(seed: int, resamples: int, level: float, unit: str) -> str:
+    """How every interval and p-value of a page was drawn (rates.Bootstrap's ``label``; here, without NumPy,
+    so that a report whose sections are kept can say it, issue 26)."""
+    return (f"{round(100 * level)} % intervals from a bootstrap over {unit}s ({resamples} "
+            f"resamples, seed {seed}); p-values from a sign-flip test over {unit}s")
+
+
+def settings_interval_label(settings: Any) -> str:
+    """``interval_label`` of the project's settings ([project] seed, [analytics] bootstrap_*, confidence)."""
+    a = settings.analytics
+    return interval_label(settings.project.seed, a.bootstrap_resamples, a.confidence, a.bootstrap_unit)

@@ -139,8 +139,7 @@ def _print_board(table_rows: list[list[str]], benchmark: str | None, simulated: 
 def print_report_leaderboard(page: Any, settings: Any) -> bool:
     """The leaderboard as the report just computed it (its section's overall table, the same cells), so
     that a report reused from the cache computes nothing again; False when the page has no such table."""
-    from playlisteval.analytics.rate_sections import LEADERBOARD_COLS
-    from playlisteval.analytics.rates import Bootstrap
+    from playlisteval.analytics.tabular import LEADERBOARD_COLS, settings_interval_label
 
     section = next((sec for sec in page.sections if sec.id == "leaderboard"), None)
     overall = next((t for caption, t in section.tables if caption == "Overall"), None) if section else None
@@ -152,7 +151,7 @@ def print_report_leaderboard(page: Any, settings: Any) -> bool:
     table_rows = [_terminal_row(c["judge_shown"], c["retrieved_ci"], c["uniform_ci"], c["difference_ci"],
                                 c["difference_ci_p"], c["n_retrieved"], c["no_verdict_retrieved"],
                                 c["errors_retrieved"], st) for c, st in zip(cells, status, strict=True)]
-    _print_board(table_rows, page.benchmark, bool(page.simulated), Bootstrap.of(settings).label,
+    _print_board(table_rows, page.benchmark, bool(page.simulated), settings_interval_label(settings),
                  [(c["judge_shown"], st) for c, st in zip(cells, status, strict=True) if st])
     return True
 
