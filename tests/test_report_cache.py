@@ -155,3 +155,21 @@ def test_postgresql_store_reuses_and_recomputes(tmp_path: Path, request: pytest.
     _new_run(engine)
     after = page(settings, engine, tmp_path / "c.html")
     assert counted.calls == 2 and after != first and after == fresh(settings, engine, tmp_path / "d.html")
+
+
+def test_content_hashes_are_kept_with_the_synced_state(store: Any, tmp_path: Path) -> None:
+    """The tables' hashes are read back while the mirror's last sync is of the store as it is now (issue 26:
+    hashing read every row), and made again once the store changed."""
+    settings, engine = store
+    page(settings, engine, tmp_path / "a.html")
+    with Analytics(engine, settings) as an:
+        names = sorted(an.sync.actions) if an.sync else []
+        hashed = section_cache._content(an, names)
+        an.con.execute(f"UPDATE {section_cache.MEMO} SET content = '[[\"marked\", 0, \"0\"]]'")
+    with Analytics(engine, settings) as an:  # nothing changed: what was kept, not a new hash
+        assert section_cache._content(an, names) == [["marked", 0, "0"]]
+    _item_state(engine)
+    with Analytics(engine, settings) as an:
+        again = section_cache._content(an, names)
+    assert again != [["marked", 0, "0"]] and [r[0] for r in again] == [r[0] for r in hashed]
+    assert again != hashed  # the item table's row changed
