@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import scan
+from playlisteval.analytics import extensions, scan
 from playlisteval.analytics.scan import Column, quote
 from playlisteval.logs import get_logger
 
@@ -290,8 +290,8 @@ def connect(path: Path | None) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
     DuckDB cannot open (another version: it is remade). ``release(path)`` when done."""
     if path is None or path.resolve() in _IN_USE:
         return duckdb.connect(":memory:"), None
-    try:
-        con = duckdb.connect(str(path))
+    try:  # extensions whose file DuckDB verified before load unchecked (extensions.py)
+        con = duckdb.connect(str(path), config=extensions.FILE_CONFIG)
     except duckdb.IOException as exc:  # another process holds the file's lock: this report reads the store
         log.info("analytics.file_busy", path=str(path), error=str(exc).splitlines()[0])
         return duckdb.connect(":memory:"), None
@@ -299,7 +299,7 @@ def connect(path: Path | None) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
         log.warning("analytics.file_remade", path=str(path), error=str(exc).splitlines()[0])
         for stale in (path, path.with_name(path.name + ".wal")):
             stale.unlink(missing_ok=True)
-        con = duckdb.connect(str(path))
+        con = duckdb.connect(str(path), config=extensions.FILE_CONFIG)
     _IN_USE.add(path.resolve())
     return con, path
 

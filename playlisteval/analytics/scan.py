@@ -24,6 +24,7 @@ import duckdb
 from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 
+from playlisteval.analytics import extensions
 from playlisteval.analytics.columns import BOOL, FLOAT, INT, JSON, SKIPPED_TABLES, kind_of
 from playlisteval.store.engine import SqliteFileBusy, foreign_sqlite, is_sqlite
 
@@ -67,16 +68,11 @@ def literal(text: str) -> str:
 
 
 def extension_directory() -> str:
-    """The folder the duckdb-ext-* wheels install their extensions into."""
+    """The folder the duckdb-ext-* wheels install their extensions into (extensions.py)."""
     try:
-        import duckdb_ext  # type: ignore[import-not-found,unused-ignore]  # no type hints
-    except ImportError as exc:
-        raise ScanUnavailable("the duckdb-ext-sqlite / duckdb-ext-postgres wheels are not installed") from exc
-    for path in duckdb_ext.__path__:
-        folder = os.path.join(path, "extensions")
-        if os.path.isdir(folder):
-            return folder
-    raise ScanUnavailable("the duckdb_ext package has no extensions folder")
+        return extensions.directory()
+    except extensions.ExtensionUnavailable as exc:
+        raise ScanUnavailable(str(exc)) from None
 
 
 def _libpq(engine: Engine) -> str:
@@ -106,9 +102,10 @@ def attach(con: duckdb.DuckDBPyConnection, engine: Engine) -> bool:
     else:
         raise ScanUnavailable(f"no DuckDB scanner for {engine.dialect.name} stores")
     try:
-        con.execute(f"SET extension_directory = {literal(extension_directory())}")
-        con.execute(f"LOAD {extension}")
+        extensions.load(con, extension)
         con.execute(f"ATTACH {literal(target)} AS {ALIAS} (TYPE {extension}, READ_ONLY)")
+    except extensions.ExtensionUnavailable as exc:
+        raise ScanUnavailable(str(exc)) from exc
     except duckdb.Error as exc:
         raise ScanUnavailable(f"DuckDB's {extension} scanner: {exc}") from exc
     return sqlite

@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import JSON, text
 from sqlalchemy.engine import Engine
 
-from playlisteval.prompts.render import render
 from playlisteval.store.engine import read
 
 #: The pseudo-gate of a question given up after its Phase II attempts ran out (SPEC E2).
@@ -38,6 +37,9 @@ class Failure:
 
 def guidance(gate: str, prompts_dir: str | None = None, reason: str = "") -> str:
     """The gate's advice to the generator (SPEC E4); an unreadable reply gets advice of its own."""
+    from playlisteval.prompts.render import render  # jinja2 with the first advice: `show` of an item never
+    # rejected needs none (issue 26)
+
     text, _ = render("feedback.j2", prompts_dir, gate=gate, unusable=reason.startswith(UNUSABLE))
     return text.strip()
 
