@@ -58,3 +58,32 @@ def test_with_structlog_already_loaded_the_logger_only_forwards() -> None:
     done = subprocess.run([sys.executable, "-c", code, "0", KEY], capture_output=True, text=True, timeout=60,
                           check=True)
     assert "a.warning.line" in done.stderr and "an.info.line" not in done.stderr
+
+
+RACE = """
+import sys, threading
+sys.setswitchinterval(1e-6)
+from playlisteval import logs
+logs.configure(0)
+loggers = [logs.get_logger(f"playlisteval.t{i}") for i in range(16)]
+start = threading.Barrier(16)
+
+def write(log):
+    start.wait()
+    log.warning("a.warning.line")
+
+threads = [threading.Thread(target=write, args=(log,)) for log in loggers]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_threads_logging_at_once_all_wait_for_the_setup() -> None:
+    """The first line loads and configures structlog; a thread that logs meanwhile must not reach structlog
+    before that (its unconfigured default prints to stdout, into a command's --json)."""
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=60, check=True)
+        assert done.stdout == ""
+        assert done.stderr.count("a.warning.line") == 16

@@ -35,19 +35,22 @@ def configure(verbosity: int = 0) -> None:
             _pending = verbosity
             return
         _pending = None
-    from playlisteval.logs.setup import configure_structlog
-
-    configure_structlog(verbosity)
-
-
-def _structlog_logger(name: str) -> Any:
-    global _pending
-    with _lock:
-        verbosity, _pending = _pending, None
-    if verbosity is not None:
         from playlisteval.logs.setup import configure_structlog
 
         configure_structlog(verbosity)
+
+
+def _structlog_logger(name: str) -> Any:
+    """structlog's logger for ``name``, the pending setup applied first. Under the lock until it is done:
+    a thread that logs meanwhile must not reach an unconfigured structlog, whose default prints every
+    level to stdout (seen once as a debug line inside `eval retrieve --json`)."""
+    global _pending
+    with _lock:
+        if _pending is not None:
+            from playlisteval.logs.setup import configure_structlog
+
+            configure_structlog(_pending)
+            _pending = None
     import structlog
 
     return structlog.get_logger(name)
