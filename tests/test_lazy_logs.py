@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-KEY = "sk-lazylogtest0123456789"
+KEY = "sk" + "-lazylogtest0123456789"  # made at run time, as tests/test_redaction.py does: no key-shaped literal
 
 CASE = """
 import json, logging, sys
