@@ -98,3 +98,38 @@ def test_asr_of_a_file_does_not_depend_on_the_files_before_it(tmp_path: Path) ->
     first = pocketsphinx_words(a)
     pocketsphinx_words(b)
     assert pocketsphinx_words(a) == first
+
+
+def test_the_next_chunks_frames_decode_while_this_chunk_is_read() -> None:
+    """Frames are read one chunk ahead on a thread of their own (issue 26: decode ran in series with OCR),
+    in order, each chunk once; what reading a chunk raised is raised when that chunk is taken."""
+    import threading
+    from typing import Any, cast
+
+    from PIL import Image
+
+    from playlisteval.index.work import _FramesAhead
+
+    started = {i: threading.Event() for i in range(3)}
+    reads: list[tuple[float, str]] = []
+
+    class Frames:
+        def read(self, times: list[float]) -> list[Image.Image]:
+            reads.append((times[0], threading.current_thread().name))
+            started[int(times[0])].set()
+            if times[0] == 2:
+                raise MediaError("lecture.mp4", "chunk 2: corrupt")
+            return [Image.new("RGB", (8, 8))]
+
+    ahead = _FramesAhead(cast(Any, Frames()), [[0.0], [1.0], [2.0]])
+    try:
+        assert len(ahead.take(0)) == 1
+        assert started[1].wait(10)  # chunk 1 is being read before anyone asked for it
+        assert not started[2].is_set()  # one chunk ahead, no more
+        assert len(ahead.take(1)) == 1
+        with pytest.raises(MediaError, match="chunk 2"):
+            ahead.take(2)
+    finally:
+        ahead.close()
+    assert [t for t, _ in reads] == [0.0, 1.0, 2.0]
+    assert all(name.startswith("frames") for _, name in reads)

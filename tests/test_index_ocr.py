@@ -115,3 +115,35 @@ def test_a_video_read_alone_gets_the_cores_its_siblings_would_have(monkeypatch: 
     ocr.set_threads(2)
     assert "KOMATU" in ocr.read(_card("KOMATU"))
     assert made == [2, 1]  # the two-thread engine was idle and read again: nothing loaded twice
+
+
+def test_ocr_sessions_sleep_between_calls_and_read_the_same_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rapidocr's own ONNX sessions spin while idle, burning the core the frame decoder needs (issue 26);
+    the engines get sessions of the same bundled models with spinning off, and read the same lines."""
+    import onnxruntime as ort
+
+    from playlisteval.index import ocr_sessions
+
+    card = _card("KOMATU")
+    engine = RapidOcr()._load(2)
+    for part in (engine.cfg.Det, engine.cfg.Rec):
+        session = part.session
+        assert isinstance(session, ort.InferenceSession)
+        options = session.get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+        assert options.intra_op_num_threads == 2
+    quiet = engine(card.convert("RGB"))
+    monkeypatch.setattr(ocr_sessions, "use_quiet_sessions", lambda engine, threads: False)
+    plain = RapidOcr()._load(2)
+    assert plain.cfg.Det.get("session") is None  # rapidocr's own sessions, made on its first call
+    default = plain(card.convert("RGB"))
+    assert "KOMATU" in quiet.txts and quiet.txts == default.txts and quiet.scores == default.scores
+
+
+def test_an_engine_without_the_session_hook_keeps_its_own_sessions() -> None:
+    """Another rapidocr (no model tables, no config to hand a session to): rapidocr's sessions, no error."""
+    from types import SimpleNamespace
+
+    from playlisteval.index.ocr_sessions import use_quiet_sessions
+
+    assert use_quiet_sessions(SimpleNamespace(), 1) is False

@@ -79,7 +79,9 @@ class RapidOcr:
             return self._make(RapidOCR, threads)
 
     def _make(self, RapidOCR: Any, threads: int = 1) -> Any:  # noqa: N803  (the class, as rapidocr names it)
-        return RapidOCR(params={
+        from playlisteval.index.ocr_sessions import use_quiet_sessions
+
+        engine = RapidOCR(params={
             "Global.log_level": "critical",
             "Global.use_cls": False,  # on-screen text is upright; the angle classifier costs time
             "Global.text_score": self.min_score,
@@ -89,6 +91,8 @@ class RapidOcr:
             "EngineConfig.onnxruntime.intra_op_num_threads": threads,
             "EngineConfig.onnxruntime.inter_op_num_threads": 1,
         })
+        use_quiet_sessions(engine, threads)  # threads that sleep, not spin, between ONNX calls (ocr_sessions.py)
+        return engine
 
     def read(self, image: Image.Image) -> list[str]:
         return [text for text, _box in self.read_boxes(image)]

@@ -75,7 +75,9 @@ def since_process_start() -> float | None:
     """Wall seconds since this process started (Linux: /proc/self/stat): the start-up of a command, when
     the process is the `playlisteval` command itself; None where that is unknown, or where the command
     runs inside a longer-lived process (a test, a notebook), whose age says nothing about start-up."""
-    if Path(sys.argv[0]).name not in ("playlisteval", "cli.py", "__main__.py"):
+    started_as = Path(sys.argv[0])
+    # ``python -m pytest`` is a __main__.py too: only the package's own counts
+    if started_as.name not in ("playlisteval", "cli.py") and started_as.parts[-2:] != ("playlisteval", "__main__.py"):
         return None
     try:
         with open("/proc/self/stat", encoding="ascii") as f:

@@ -1,0 +1,59 @@
+"""ONNX Runtime sessions for rapidocr's models, made with the options the index needs (issue 26).
+
+rapidocr builds each model's session itself, with ONNX Runtime's default of intra-op threads that
+spin while they wait for work. On two shared cores the spinning thread burns the core the frame
+decoder (one chunk ahead, index/work.py) or another video's reader needs: on one 720p slide, two
+threads took 0.195 s and 0.38 CPU-s a frame spinning, 0.159 s and 0.29 CPU-s not, the text the same.
+So the sessions are made here, from the same bundled model files rapidocr would pick, with spinning off
+and the CPU arena on, and handed to rapidocr through its custom-session hook (a model section's
+``session``, rapidocr PR #451) before its first call creates them. Where that hook or the model lookup is
+missing (another rapidocr), rapidocr's own sessions are used: slower, the same text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playlisteval.logs import get_logger
+
+log = get_logger(__name__)
+
+
+def use_quiet_sessions(engine: Any, threads: int) -> bool:
+    """Give a fresh rapidocr engine detection and recognition sessions that do not spin; True when
+    done (the angle classifier is off, see ocr.py, so it keeps rapidocr's)."""
+    try:
+        import onnxruntime as ort
+        from omegaconf import flag_override
+        from rapidocr.inference_engine.base import FileInfo, InferSession
+
+        cfg = engine.cfg
+        made = []
+        for part in (cfg.Det, cfg.Rec):
+            path = part.get("model_path")
+            if path is None:  # rapidocr's own choice for this model: the file its session would load
+                info = InferSession.get_model_url(FileInfo(
+                    engine_type=part.engine_type, ocr_version=part.ocr_version, task_type=part.task_type,
+                    lang_type=part.lang_type, model_type=part.model_type))
+                path = Path(cfg.Global.model_root_dir) / Path(info["model_dir"]).name
+            made.append(ort.InferenceSession(str(path), sess_options=_options(ort, threads),
+                                             providers=["CPUExecutionProvider"]))
+        for part, session in zip((cfg.Det, cfg.Rec), made, strict=True):
+            with flag_override(part, "allow_objects", True):  # the config holds an object, not a value
+                part.session = session
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError) as exc:
+        log.info("ocr.default_sessions", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return False
+    return True
+
+
+def _options(ort: Any, threads: int) -> Any:
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # errors come back as exceptions; nothing printed
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # as rapidocr sets it
+    options.enable_cpu_mem_arena = True
+    options.intra_op_num_threads = max(1, threads)
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
