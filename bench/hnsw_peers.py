@@ -7,13 +7,13 @@ inner product, every core for the build:
 
 - hnswlib (what playlisteval.index.vectors uses), faiss ``IndexHNSWFlat`` (inner product), usearch
   ``Index`` (metric ip, connectivity 16, expansion_add 200, f32);
-- build seconds; one-query p50 / p95 (k 64, ef / expansion_search 256 as VectorIndex sets it), the
+- build seconds; one-query p50 / p95 (k 64, ef / expansion_search as VectorIndex sets it: max(256, n / 100)), the
   libraries interleaved query by query so load hits all alike; recall@64 against exact search.
 
 A library that is not installed is named and skipped. It imports nothing of playlisteval, so it runs in
 any environment that has numpy and the libraries (they are not the project's dependencies):
 
-    python bench/hnsw_peers.py [--n 100000] [--dim 1024] [--queries 200] [--ef-search 256] [--only hnswlib faiss]
+    python bench/hnsw_peers.py [--n 100000] [--dim 1024] [--queries 200] [--ef-search EF] [--only hnswlib faiss]
                                [--json OUT]
 """
 
@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 M, EF_CONSTRUCTION, K = 16, 200, 64
-EF_SEARCH = max(4 * K, 256)  # what VectorIndex.search sets (playlisteval.index.vectors.search_ef)
+EF_SEARCH = max(4 * K, 256)  # run() sets it for the rows searched (search_ef)
+
+
+def search_ef(n: int) -> int:
+    """playlisteval.index.vectors.search_ef for top-64 over ``n`` rows (kept in step by hand: this script
+    imports nothing of playlisteval)."""
+    return max(4 * K, 256, -(-n // 100))
 
 
 def vectors(n: int, dim: int, queries: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -75,10 +81,10 @@ def _usearch(data: np.ndarray) -> Any:
 LIBRARIES = {"hnswlib": ("hnswlib", _hnswlib), "faiss": ("faiss", _faiss), "usearch": ("usearch", _usearch)}
 
 
-def run(n: int, dim: int, queries: int, seed: int, ef_search: int = EF_SEARCH,
+def run(n: int, dim: int, queries: int, seed: int, ef_search: int | None = None,
         only: list[str] | None = None) -> dict[str, Any]:
     global EF_SEARCH
-    EF_SEARCH = ef_search  # read by the builders above when they set their search breadth
+    EF_SEARCH = ef_search or search_ef(n)  # read by the builders above when they set their search breadth
     data, q = vectors(n, dim, queries, seed)
     truth = np.argsort(-(q @ data.T), axis=1)[:, :K]
     out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "k": K, "m": M, "ef_construction": EF_CONSTRUCTION,
@@ -137,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--ef-search", type=int, default=EF_SEARCH,
-                        help="search breadth for every library (VectorIndex uses max(2k, 64) = 128)")
+    parser.add_argument("--ef-search", type=int, default=None,
+                        help="search breadth for every library (default: VectorIndex's, max(4k, 256, n / 100): "
+                             "1000 at 100k)")
     parser.add_argument("--only", nargs="*", choices=list(LIBRARIES), help="these libraries only")
     args = parser.parse_args(argv)
     result = run(args.n, args.dim, args.queries, args.seed, args.ef_search, args.only)

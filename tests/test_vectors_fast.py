@@ -78,3 +78,34 @@ def test_hnsw_recall_at_64_is_at_least_099_on_clustered_vectors() -> None:
     one = np.mean([len(set(index.search(q, 64)[0].tolist()) & set(t.tolist())) / 64
                    for q, t in zip(queries[:20], truth[:20], strict=True)])
     assert recall >= 0.99 and one >= 0.99, (recall, one)
+
+
+def test_the_search_breadth_grows_with_the_index() -> None:
+    """recall@64 at a fixed ef falls as the index grows (bench/hnsw_peers.py, 1024 dims: ef 256 gave 0.9935
+    at 50k rows, 0.94-0.96 at 100k, where ef 1000 gave 0.9996): ef is one per 100 rows above 256 (issue 26)."""
+    from playlisteval.index.vectors import search_ef
+
+    assert search_ef(64) == search_ef(64, 20_000) == search_ef(64, 25_600) == 256
+    assert search_ef(64, 100_000) == 1000 and search_ef(64, 200_001) == 2001
+    assert search_ef(100, 10_000) == 400  # always well above k
+
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((1200, 16)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    index = VectorIndex(data, exact_max=100)
+    seen: list[int] = []
+    hnsw = index._hnsw
+    assert hnsw is not None
+
+    class Spy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(hnsw, name)
+
+        def set_ef(self, ef: int) -> None:
+            seen.append(ef)
+            hnsw.set_ef(ef)
+
+    index._hnsw = Spy()  # type: ignore[assignment]
+    index.search(data[0], 8)
+    index.search_many(data[:3], 8)
+    assert seen == [search_ef(8, 1200)] * 2
