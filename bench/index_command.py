@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=5.0, help="length of the lecture")
     parser.add_argument("--threads", type=int, default=None, help="index threads (default: [index] threads)")
-    parser.add_argument("--repeat", type=int, default=3, help="index runs, each in a fresh project; the fastest is kept")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="index runs, each in a fresh project; the fastest is kept")
     parser.add_argument("--work", type=Path, default=Path("build/bench/index_command"))
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
