@@ -60,6 +60,19 @@ def test_the_values_of_the_key_variables_are_hidden_whatever_their_shape() -> No
     assert "/home/someone" in out  # only secrets: an ordinary variable's value stays
 
 
+def test_a_key_set_or_changed_after_a_first_look_is_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process environment's secrets are kept between calls: a key set, changed or removed later is
+    seen at the next call, not the one of the first look."""
+    monkeypatch.delenv("PE_TEST_SERVICE_API_KEY", raising=False)
+    assert redact(f"said {PLAIN_KEY}") == f"said {PLAIN_KEY}"  # the first look: no such key yet
+    monkeypatch.setenv("PE_TEST_SERVICE_API_KEY", PLAIN_KEY)
+    assert PLAIN_KEY not in redact(f"said {PLAIN_KEY}")
+    monkeypatch.setenv("PE_TEST_SERVICE_API_KEY", PLAIN_KEY[::-1])
+    assert redact(f"said {PLAIN_KEY}") == f"said {PLAIN_KEY}" and PLAIN_KEY[::-1] not in redact(PLAIN_KEY[::-1])
+    monkeypatch.delenv("PE_TEST_SERVICE_API_KEY")
+    assert redact(f"said {PLAIN_KEY[::-1]}") == f"said {PLAIN_KEY[::-1]}"
+
+
 def test_text_without_secrets_is_left_as_it_was() -> None:
     plain = "C2.1: verifier reply unusable: no JSON object (the key point is missing)"
     assert redact(plain, environ={}) is plain or redact(plain, environ={}) == plain
