@@ -90,7 +90,7 @@ def run(work: Path, items: int, calls: int, repeat: int, seed: int, reuse: bool 
             broken.add((name, "report (nothing changed)"))
     results["leaderboard_computed"] = first
     reused = [name for name in stores if name not in made]
-    what = (f"first run ({' and '.join(reused)} reused: a board kept by an earlier run is printed, not computed)"
+    what = (f"first run ({' and '.join(reused)} reused: a board an earlier run kept may be printed, not computed)"
             if reused else "computed (first run; the timed ones below print the kept board)")
     print(f"leaderboard {what}: large "
           f"{first['large']['s']:.2f} s (cpu {first['large']['cpu_s']:.2f}), small {first['small']['s']:.2f} s "
