@@ -24,9 +24,17 @@ STATUSES = ("in_flight", "ok", "malformed", "error", "interrupted", "cached")
 
 
 def _statements(engine: Engine) -> list[str]:
+    """Every statement SQLite runs for the engine from now on, upper-cased (its trace callback, on connections
+    opened after this: the hot statements run on the driver's cursor, which SQLAlchemy's events never see)."""
     seen: list[str] = []
-    event.listen(engine, "before_cursor_execute", lambda _c, _cur, stmt, *_: seen.append(stmt.split()[0].upper()))
+    engine.dispose()
+    event.listen(engine, "connect", lambda dbapi, _record: dbapi.set_trace_callback(lambda sql: seen.append(
+        " ".join(sql.split()).upper())))
     return seen
+
+
+def _verbs(seen: list[str]) -> list[str]:
+    return [statement.split()[0] for statement in seen]
 
 
 def _random_ledger(engine: Engine, rng: random.Random, n: int) -> None:
@@ -95,10 +103,11 @@ def test_read_transactions_begin_deferred_writes_immediate(tmp_path: Path) -> No
     with read(engine) as s:
         s.get(Item, 1)
     assert "BEGIN" in seen and not any("IMMEDIATE" in x for x in seen)
+    assert _verbs(seen)[:2] == ["BEGIN", "SELECT"]
     seen.clear()
     with transaction(engine) as s:
         s.get(Item, 1)
-    assert seen[0] == "BEGIN"  # the listener's statement: BEGIN IMMEDIATE (first word only kept)
+    assert seen[0] == "BEGIN IMMEDIATE" and _verbs(seen)[1] == "SELECT"
 
 
 def test_claim_is_one_update_returning(tmp_path: Path) -> None:
@@ -107,7 +116,7 @@ def test_claim_is_one_update_returning(tmp_path: Path) -> None:
     seen = _statements(engine)
     c = items.claim(engine, item_id, State.PENDING, "w1", lease_s=60)
     assert c is not None and c.claims == 1 and c.progress.state is State.PENDING
-    assert [x for x in seen if x != "BEGIN"] == ["UPDATE"]
+    assert _verbs(seen) == ["BEGIN", "UPDATE", "COMMIT"] and seen[0] == "BEGIN IMMEDIATE"
     assert items.claim(engine, item_id, State.PENDING, "w2", lease_s=60) is None  # held
     with read(engine) as s:
         item = s.get(Item, item_id)
@@ -141,7 +150,7 @@ def test_clip_lines_are_kept_by_content_and_a_reindex_is_seen(tmp_path: Path) ->
     first = load_clips(engine, item_id)
     seen = _statements(engine)
     assert load_clips(engine, item_id) == first
-    assert "SELECT" in seen and len(seen) < 10  # the item's rows, not its chunks
+    assert "SELECT" in _verbs(seen) and len(seen) < 10  # the item's rows, not its chunks
     with transaction(engine) as s:  # re-indexed: new text, and a new report in the same transaction
         for chunk in s.exec(select(Chunk)).all():
             chunk.transcript = "changed " + chunk.transcript

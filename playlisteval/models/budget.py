@@ -16,11 +16,13 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings
 from playlisteval.store import spend_totals
+from playlisteval.store.direct import Direct
 from playlisteval.store.engine import read_core
 
 BUDGET_KEY = "budget_usd"  # the build's budget as `build --budget` set it, for every worker to see
 PAUSED_KEY = "paused"  # set while the build is paused by its budget
 _KV_VALUE = text("SELECT value FROM kv WHERE key = :key")  # store/tables.py KeyValue, read without the ORM
+_KV_VALUE_D = Direct(_KV_VALUE)  # on the driver's cursor: read before every paid call (store/direct.py)
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,8 @@ class Spend:
 def kv(s: Any, key: str) -> str | None:
     """A shared setting of the store (table kv); ``s`` a Connection or a Session (inside its transaction)."""
     conn = s if isinstance(s, Connection) else s.connection()
-    value = conn.execute(_KV_VALUE, {"key": key}).scalar()
-    return None if value is None else str(value)
+    row = _KV_VALUE_D.first(conn, {"key": key})
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def spent_usd(engine: Engine, purpose: str = "build") -> float:

@@ -15,6 +15,7 @@ from sqlalchemy import Table, and_, bindparam, case, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from playlisteval.models.request import Usage
+from playlisteval.store.direct import Direct
 from playlisteval.store.tables import ModelCall, ModelPrompt, ResponseCache, now
 
 #: a ledger row's columns with the defaults the ORM model would give them (no SQL defaults exist)
@@ -48,7 +49,11 @@ _KEYS_BETWEEN = select(_CACHE.c.request_hash).where(_CACHE.c.request_hash > bind
 _LOOKUP = select(_CACHE.c.request_hash, _CACHE.c.response).where(or_(
     _CACHE.c.request_hash == bindparam("key"),
     and_(_CACHE.c.request_hash > bindparam("low"), _CACHE.c.request_hash < bindparam("high"))))
-_INSERT_NEW: dict[tuple[str, str], Any] = {}
+_INSERT_NEW: dict[tuple[str, str], Direct] = {}
+# each run on the driver's cursor (store/direct.py): a call runs eight of them (issue 26)
+_ADD_CALL_D, _CACHED_D, _IS_CACHED_D, _USD_D = Direct(_ADD_CALL), Direct(_CACHED), Direct(_IS_CACHED), Direct(_USD)
+_INTERRUPT_D, _FINISH_D, _KEYS_BETWEEN_D, _LOOKUP_D = (Direct(_INTERRUPT), Direct(_FINISH), Direct(_KEYS_BETWEEN),
+                                                      Direct(_LOOKUP))
 
 
 def _conn(s: Any) -> Connection:
@@ -64,7 +69,7 @@ def lookup(s: Any, key: str) -> tuple[dict[str, Any] | None, set[str]]:
     """The cached answer to ``key`` (None: not cached) and the cache keys of its repaired tries."""
     answer: dict[str, Any] | None = None
     tries: set[str] = set()
-    for found, response in _conn(s).execute(_LOOKUP, {"key": key, "low": f"{key}:try", "high": f"{key}:tryz"}):
+    for found, response in _LOOKUP_D.rows(_conn(s), {"key": key, "low": f"{key}:try", "high": f"{key}:tryz"}):
         if found == key:
             answer = response
         else:
@@ -74,34 +79,38 @@ def lookup(s: Any, key: str) -> tuple[dict[str, Any] | None, set[str]]:
 
 def keys_between(s: Any, low: str, high: str) -> set[str]:
     """The cache keys strictly between ``low`` and ``high`` (a request's repaired tries)."""
-    return {str(k) for k in _conn(s).execute(_KEYS_BETWEEN, {"low": low, "high": high}).scalars()}
+    return {str(k) for k, in _KEYS_BETWEEN_D.rows(_conn(s), {"low": low, "high": high})}
 
 
 def add_call(s: Any, **values: Any) -> int:
     """Insert a ledger row (``ModelCall``'s defaults for what is not given); its id."""
-    return int(_conn(s).execute(_ADD_CALL, {**_LEDGER_DEFAULTS, "created_at": now(), **values}).scalar_one())
+    row = _ADD_CALL_D.first(_conn(s), {**_LEDGER_DEFAULTS, "created_at": now(), **values})
+    assert row is not None  # an INSERT … RETURNING returns its row
+    return int(row[0])
 
 
 def cached_response(s: Any, key: str) -> dict[str, Any] | None:
-    found: dict[str, Any] | None = _conn(s).execute(_CACHED, {"key": key}).scalar()
+    row = _CACHED_D.first(_conn(s), {"key": key})
+    found: dict[str, Any] | None = None if row is None else row[0]
     return found
 
 
 def is_cached(s: Any, key: str) -> bool:
-    return _conn(s).execute(_IS_CACHED, {"key": key}).first() is not None
+    return _IS_CACHED_D.first(_conn(s), {"key": key}) is not None
 
 
 def _insert_new(s: Any, table: Table, values: dict[str, Any]) -> None:
     """INSERT … ON CONFLICT DO NOTHING on the primary key: a row another worker wrote first is kept."""
     conn = _conn(s)
     dialect = conn.dialect.name
-    stmt = _INSERT_NEW.get((dialect, table.name))
-    if stmt is None:
+    direct = _INSERT_NEW.get((dialect, table.name))
+    if direct is None:
         key = [c.name for c in table.primary_key.columns]
         # the dialects' insert forms load on a first write: a command that only reads (status) needs
         # neither, and PostgreSQL's dialect alone costs ~17 ms to import (issue 26)
         from sqlalchemy.dialects import postgresql, sqlite
 
+        stmt: Any
         if dialect == "postgresql":
             stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=key)
         elif dialect == "sqlite":
@@ -111,8 +120,8 @@ def _insert_new(s: Any, table: Table, values: dict[str, Any]) -> None:
             if conn.execute(select(column).where(column == values[key[0]])).first() is None:
                 conn.execute(insert(table), values)
             return
-        _INSERT_NEW[(dialect, table.name)] = stmt
-    conn.execute(stmt, values)
+        direct = _INSERT_NEW[(dialect, table.name)] = Direct(stmt)
+    direct.count(conn, values)
 
 
 def keep_prompt(s: Any, key: str, role: str, text: str) -> None:
@@ -127,12 +136,12 @@ def keep_response(s: Any, key: str, provider: str, model: str, response: dict[st
 
 def mark_interrupted(s: Any, key: str) -> None:
     """An in-flight row of this very request belongs to a worker that died mid-call."""
-    _conn(s).execute(_INTERRUPT, {"key": key, "at": now()})
+    _INTERRUPT_D.count(_conn(s), {"key": key, "at": now()})
 
 
 def usd_of(s: Any, call_id: int) -> float | None:
-    value = _conn(s).execute(_USD, {"call_id": call_id}).scalar()
-    return None if value is None else float(value)
+    row = _USD_D.first(_conn(s), {"call_id": call_id})
+    return None if row is None or row[0] is None else float(row[0])
 
 
 def finish(s: Any, call_id: int, status: str, usage: Usage, cost: float, started: float,
@@ -141,10 +150,10 @@ def finish(s: Any, call_id: int, status: str, usage: Usage, cost: float, started
     worker marked interrupted (it took the step over) stays marked, with what the call cost: the call was
     paid twice, and the ledger says so."""
     late = f"finished after it was marked interrupted ({status})" + (f": {error}" if error else "")
-    row = _conn(s).execute(_FINISH, {
+    row = _FINISH_D.first(_conn(s), {
         "call_id": call_id, "new_status": status, "new_error": error, "late_error": late, "cost": cost,
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "thinking_tokens": usage.thinking_tokens, "gpu_seconds": usage.gpu_seconds,
         "cached_input_tokens": usage.cached_input_tokens, "latency": time.monotonic() - started, "at": now(),
-    }).first()
+    })
     return None if row is None else float(row[0])

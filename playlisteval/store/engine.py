@@ -62,7 +62,12 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
         def _on_begin(conn: Any) -> None:
             # a read-only transaction (``read``) asks for a deferred BEGIN; anything else may write
             deferred = conn.get_execution_options().get(_READ_ONLY, False)
-            conn.exec_driver_sql("BEGIN" if deferred else "BEGIN IMMEDIATE")
+            # on the driver's connection: every transaction begins here, and a statement through SQLAlchemy
+            # costs more than the BEGIN itself (issue 26); an error is still SQLAlchemy's (a lock, a lost file)
+            try:
+                conn.connection.driver_connection.execute("BEGIN" if deferred else "BEGIN IMMEDIATE")
+            except Exception as exc:
+                conn._handle_dbapi_exception(exc, "BEGIN", (), None, None)
 
         redact_writes(engine)  # no key a provider quoted is stored (issue 25)
         return engine

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.store import outbox
+from playlisteval.store.direct import Direct
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import TERMINAL, WORKING, Event, Limits, Progress, State, advance
 from playlisteval.store.tables import Item, ItemEvent, Seed, now
@@ -79,6 +80,7 @@ _CLAIM = (update(_ITEM)
                   claims=_ITEM.c.claims + 1, updated_at=bindparam("t"))
           .returning(_ITEM.c.phase1_attempts, _ITEM.c.phase2_attempts, _ITEM.c.phase2_on_question,
                      _ITEM.c.failed_from, _ITEM.c.claims))
+_CLAIM_DIRECT = Direct(_CLAIM)
 
 
 def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float) -> Claim | None:
@@ -87,8 +89,8 @@ def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float
     token = f"{owner}/{uuid.uuid4().hex[:12]}"
     t = now()
     with engine.begin() as conn:
-        row = conn.execute(_CLAIM, {"item_id": item_id, "in_state": state.value, "t": t, "token": token,
-                                    "until": t + lease_s}).first()
+        row = _CLAIM_DIRECT.first(conn, {"item_id": item_id, "in_state": state.value, "t": t, "token": token,
+                                         "until": t + lease_s})
     if row is None:
         return None
     p1, p2, on_question, failed_from, claims = row
@@ -111,6 +113,8 @@ _MOVE = (update(_ITEM).where(_ITEM.c.id == bindparam("item_id"))
                  version=bindparam("new_version"), lease_owner=None, lease_expires=None, claims=0,
                  error=bindparam("new_error"), updated_at=bindparam("t")))
 _ADD_EVENT = insert(_EVENT)
+# run on the driver's cursor (store/direct.py): a commit is the step's largest share of SQLAlchemy (issue 26)
+_HELD_DIRECT, _MOVE_DIRECT, _ADD_EVENT_DIRECT = Direct(_HELD), Direct(_MOVE), Direct(_ADD_EVENT)
 
 
 def commit(
@@ -129,30 +133,32 @@ def commit(
     as a detached row: what it sets on it is stored with the move), the move, its ``item_event`` row and,
     into a working state, its outbox row."""
     with engine.begin() as conn:
-        row = conn.execute(_HELD, {"item_id": c.item_id}).first()
-        if row is None or row.state != c.state.value or row.lease_owner != c.token:
+        row = _HELD_DIRECT.first(conn, {"item_id": c.item_id})
+        if row is None:
             return None
-        before = Progress(state=State(row.state), phase1_attempts=row.phase1_attempts,
-                          phase2_attempts=row.phase2_attempts, phase2_on_question=row.phase2_on_question,
-                          failed_from=State(row.failed_from) if row.failed_from else None)
+        state, lease_owner, p1, p2, on_question, failed_from, held_version, seed_id, qa_id, set_id = row
+        if state != c.state.value or lease_owner != c.token:
+            return None
+        before = Progress(state=State(state), phase1_attempts=p1, phase2_attempts=p2, phase2_on_question=on_question,
+                          failed_from=State(failed_from) if failed_from else None)
         after = advance(before, event, limits)
-        qa_id, set_id = row.current_qa_id, row.current_set_id
         if write is not None:
-            item = Item(id=c.item_id, seed_id=row.seed_id, state=row.state, current_qa_id=qa_id,
-                        current_set_id=set_id, version=row.version)
+            item = Item(id=c.item_id, seed_id=seed_id, state=state, current_qa_id=qa_id, current_set_id=set_id,
+                        version=held_version)
             with Session(bind=conn, expire_on_commit=False) as s:  # joins the transaction, never commits it
                 write(s, item)
                 s.flush()
             qa_id, set_id = item.current_qa_id, item.current_set_id
-        t, version = now(), row.version + 1
-        conn.execute(_MOVE, {"item_id": c.item_id, "new_state": after.state.value, "p1": after.phase1_attempts,
-                             "p2": after.phase2_attempts, "on_question": after.phase2_on_question,
-                             "new_failed_from": after.failed_from.value if after.failed_from else None,
-                             "qa_id": qa_id, "set_id": set_id, "new_version": version,
-                             "new_error": error if after.state is State.FAILED else None, "t": t})
-        conn.execute(_ADD_EVENT, {"item_id": c.item_id, "version": version, "from_state": before.state.value,
-                                  "event": event.value, "to_state": after.state.value,
-                                  "worker": c.token.split("/")[0], "at": now()})
+        t, version = now(), held_version + 1
+        _MOVE_DIRECT.count(conn, {
+            "item_id": c.item_id, "new_state": after.state.value, "p1": after.phase1_attempts,
+            "p2": after.phase2_attempts, "on_question": after.phase2_on_question,
+            "new_failed_from": after.failed_from.value if after.failed_from else None, "qa_id": qa_id,
+            "set_id": set_id, "new_version": version, "new_error": error if after.state is State.FAILED else None,
+            "t": t})
+        _ADD_EVENT_DIRECT.count(conn, {"item_id": c.item_id, "version": version, "from_state": before.state.value,
+                                       "event": event.value, "to_state": after.state.value,
+                                       "worker": c.token.split("/")[0], "at": now()})
         if after.state in WORKING:  # its next message, committed with the move: sent after (store/outbox.py)
             outbox.put(conn, c.item_id, after.state)
         return after.state

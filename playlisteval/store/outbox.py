@@ -21,6 +21,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
+from playlisteval.store.direct import Direct
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import State
 from playlisteval.store.tables import ItemOutbox, now
@@ -33,6 +34,9 @@ for _dialect, _insert in (("sqlite", sqlite_insert), ("postgresql", postgresql_i
     _UPSERT[_dialect] = _stmt.on_conflict_do_update(
         index_elements=["item_id"], set_={"state": _stmt.excluded.state, "created_at": _stmt.excluded.created_at})
 _SENT = delete(_OUTBOX).where(_OUTBOX.c.item_id == bindparam("item_id"), _OUTBOX.c.state == bindparam("state"))
+# on the driver's cursor (store/direct.py): one of each per transition (issue 26)
+_UPSERT_DIRECT = {name: Direct(stmt) for name, stmt in _UPSERT.items()}
+_SENT_DIRECT = Direct(_SENT)
 
 
 def put(s: Session | Connection, item_id: int, state: State) -> None:
@@ -40,18 +44,18 @@ def put(s: Session | Connection, item_id: int, state: State) -> None:
     needs a message for ``state``: one upsert (a later commit's row replaces an earlier one's)."""
     conn = s if isinstance(s, Connection) else s.connection()
     values = {"item_id": item_id, "state": state.value, "created_at": now()}
-    upsert = _UPSERT.get(conn.dialect.name)
+    upsert = _UPSERT_DIRECT.get(conn.dialect.name)
     if upsert is None:  # another database: replace the row in two statements
         conn.execute(delete(_OUTBOX).where(_OUTBOX.c.item_id == item_id))
         conn.execute(insert(_OUTBOX), values)
         return
-    conn.execute(upsert, values)
+    upsert.count(conn, values)
 
 
 def sent(engine: Engine, item_id: int, state: State) -> None:
     """The message for ``state`` is with the broker: forget it (a row a later commit wrote is kept)."""
     with engine.begin() as conn:
-        conn.execute(_SENT, {"item_id": item_id, "state": state.value})
+        _SENT_DIRECT.count(conn, {"item_id": item_id, "state": state.value})
 
 
 def due(engine: Engine, grace_s: float) -> list[tuple[int, State, float]]:

@@ -18,6 +18,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from playlisteval.store.direct import Direct
+
 _PAID = "CASE WHEN {r}.status IN ('ok', 'malformed', 'error', 'interrupted') THEN COALESCE({r}.usd, 0) ELSE 0 END"
 _RESERVED = "CASE WHEN {r}.status = 'in_flight' THEN COALESCE({r}.estimated_usd, 0) ELSE 0 END"
 _INTERRUPTED = ("CASE WHEN {r}.status = 'interrupted' AND {r}.latency_s = 0 THEN COALESCE({r}.estimated_usd, 0) "
@@ -112,17 +114,19 @@ _TOTAL_LESS_OPEN = text(
     "SELECT COALESCE((SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p), 0) - "
     "(SELECT COALESCE(SUM(estimated_usd), 0) FROM model_call WHERE request_hash = :h AND purpose = :p "
     "AND (status = 'in_flight' OR (status = 'interrupted' AND latency_s = 0)))")
+_TOTAL_D, _TOTAL_LESS_OPEN_D = Direct(_TOTAL), Direct(_TOTAL_LESS_OPEN)  # before every paid call (store/direct.py)
 
 
 def committed(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
     """Paid + reserved + interrupted of ``purpose`` (``Spend.committed``), from its running total: one row.
     ``exclude_hash``: the open rows of that request (in flight, or cut short) are left out (an indexed
     look-up by request hash)."""
+    conn = session if isinstance(session, Connection) else session.connection()
     if exclude_hash is not None:
-        value = session.execute(_TOTAL_LESS_OPEN, {"p": purpose, "h": exclude_hash}).scalar()
+        row = _TOTAL_LESS_OPEN_D.first(conn, {"p": purpose, "h": exclude_hash})
     else:
-        value = session.execute(_TOTAL, {"p": purpose}).scalar()
-    return float(value) if value is not None else 0.0
+        row = _TOTAL_D.first(conn, {"p": purpose})
+    return float(row[0]) if row is not None and row[0] is not None else 0.0
 
 
 _PARTS = text("SELECT paid, reserved, interrupted FROM spend_total WHERE purpose = :p")
