@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy.exc
-from sqlalchemy import Column, Float, Integer, MetaData, String, Table, bindparam, insert, select, text, update
+from sqlalchemy import JSON, Column, Float, Integer, MetaData, String, Table, bindparam, insert, select, text, update
 from sqlalchemy.engine import Engine
 
 from playlisteval.logs.redaction import MASK
 from playlisteval.models import ledger
 from playlisteval.store import make_engine, migrate
 from playlisteval.store.direct import Direct
-from playlisteval.store.tables import ResponseCache
+from playlisteval.store.tables import Domain, Playlist, ResponseCache, Video
 from tests.test_redaction import PLAIN_KEY
 
 _CACHE = ResponseCache.__table__  # type: ignore[attr-defined]
@@ -99,3 +99,34 @@ def test_what_it_cannot_do_is_refused(tmp_path: Path) -> None:
             Direct(select(t.c.id).where(t.c.name.in_(bindparam("names", expanding=True)))).rows(conn, {"names": ["a"]})
         with pytest.raises(sqlalchemy.exc.InvalidRequestError, match="bind parameter .name."):  # left out
             Direct(select(t.c.id).where(t.c.name == bindparam("name"))).rows(conn, {})
+
+
+def test_a_text_statement_decodes_only_the_columns_it_names(engine: Engine) -> None:
+    with engine.begin() as conn:
+        ledger.keep_response(conn, "k", "sim", "m", {"a": [1, 2]})
+        statement = text("SELECT request_hash, response, provider FROM response_cache WHERE request_hash = :k")
+        assert Direct(statement.columns(response=JSON)).rows(conn, {"k": "k"}) == [("k", {"a": [1, 2]}, "sim")]
+
+
+def test_a_row_got_by_its_key_holds_what_the_orm_reads(engine: Engine) -> None:
+    from playlisteval.store import direct as direct_module
+    from playlisteval.store import transaction
+
+    with transaction(engine) as s:
+        s.add(Domain(name="d"))
+        s.flush()
+        playlist = Playlist(domain_id=1, name="p", source="s")
+        s.add(playlist)
+        s.flush()
+        video = Video(playlist_id=playlist.id or 0, path="/v.mp4", title="v", duration=12.5, index_report='{"r": 1}')
+        s.add(video)
+        s.flush()
+        key = video.id
+    with transaction(engine) as s:
+        orm = s.get(Video, key)
+        assert orm is not None
+        expected = orm.model_dump()
+    with engine.connect() as conn:
+        got = direct_module.get(conn, Video, key)
+        assert got is not None and got.model_dump() == expected and got.duration == 12.5
+        assert direct_module.get(conn, Video, 999) is None

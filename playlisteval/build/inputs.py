@@ -14,14 +14,14 @@ import random
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, or_
 from sqlalchemy import select as sa_select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import col, select
 
-from playlisteval.store.engine import read
+from playlisteval.store.direct import Direct
+from playlisteval.store.engine import read_core
 from playlisteval.store.tables import Chunk, Item, Seed, Segment, Video
 
 
@@ -62,22 +62,25 @@ _lines: OrderedDict[tuple[str, int, str, float, float], Lines] = OrderedDict()
 _lines_lock = threading.Lock()
 
 
-def _transcript(s: Any, video_id: int, start: float, end: float, report: str | None = None) -> Lines:
+#: the reads of a step's inputs, on the driver's cursor (store/direct.py, issue 26)
+_CHUNKS = Direct(sa_select(col(Chunk.start), col(Chunk.transcript)).where(
+    col(Chunk.video_id) == bindparam("video_id"), col(Chunk.start) >= bindparam("low"),
+    col(Chunk.end) <= bindparam("high")).order_by(col(Chunk.idx)))
+
+
+def _transcript(conn: Connection, video_id: int, start: float, end: float, report: str | None = None) -> Lines:
     """The span's lines; with ``report`` (the video's ``index_report``), kept and reused by content key.
     A video with no report (its chunks written some other way) is read every time."""
     key = None
     if report:
-        url = s.get_bind().engine.url.render_as_string(hide_password=True)
+        url = conn.engine.url.render_as_string(hide_password=True)
         key = (url, video_id, hashlib.sha1(report.encode()).hexdigest(), start, end)
         with _lines_lock:
             if key in _lines:
                 _lines.move_to_end(key)
                 return _lines[key]
-    chunks = s.exec(
-        select(Chunk).where(Chunk.video_id == video_id, Chunk.start >= start - 1e-6, Chunk.end <= end + 1e-6)
-        .order_by(col(Chunk.idx))
-    ).all()
-    lines = tuple((c.start - start, c.transcript) for c in chunks)
+    chunks = _CHUNKS.rows(conn, {"video_id": video_id, "low": start - 1e-6, "high": end + 1e-6})
+    lines = tuple((chunk_start - start, transcript) for chunk_start, transcript in chunks)
     if key is not None:
         with _lines_lock:
             _lines[key] = lines
@@ -87,25 +90,28 @@ def _transcript(s: Any, video_id: int, start: float, end: float, report: str | N
 
 
 # load_clips' two reads, built once (issue 13: building them cost more CPU than running them)
-_SEED_OF = (select(col(Seed.segment1_id), col(Seed.segment2_id))
-            .join(Item, col(Item.seed_id) == col(Seed.id)).where(col(Item.id) == bindparam("item_id")))
-_SEGMENTS = (sa_select(col(Segment.id), col(Segment.start), col(Segment.end), col(Video.id), col(Video.playlist_id),
-                       col(Video.path), col(Video.index_report))  # SQLModel's select takes at most 4 columns
-             .join(Video, col(Video.id) == col(Segment.video_id))
-             .where(col(Segment.id).in_(bindparam("ids", expanding=True))))
+_SEED_OF = Direct(select(col(Seed.segment1_id), col(Seed.segment2_id))
+                  .join(Item, col(Item.seed_id) == col(Seed.id)).where(col(Item.id) == bindparam("item_id")))
+_SEGMENTS = Direct(sa_select(col(Segment.id), col(Segment.start), col(Segment.end), col(Video.id),
+                             col(Video.playlist_id), col(Video.path), col(Video.index_report))
+                   .join(Video, col(Video.id) == col(Segment.video_id))
+                   .where(or_(col(Segment.id) == bindparam("first"), col(Segment.id) == bindparam("second"))))
+_OTHER_VIDEOS = Direct(sa_select(col(Video.id), col(Video.duration), col(Video.index_report)).where(
+    col(Video.playlist_id) == bindparam("playlist_id"), col(Video.id) != bindparam("video_id"),
+    col(Video.status) == "indexed").order_by(col(Video.id)))
 
 
 def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
-    with read(engine) as s:
-        seed = s.execute(_SEED_OF, {"item_id": item_id}).first()
+    with read_core(engine) as conn:
+        seed = _SEED_OF.first(conn, {"item_id": item_id})
         if seed is None:
             raise LookupError(f"item {item_id} does not exist")
-        rows = {int(r[0]): r for r in s.execute(_SEGMENTS, {"ids": list(seed)}).all()}
+        rows = {int(r[0]): r for r in _SEGMENTS.rows(conn, {"first": seed[0], "second": seed[1]})}
         clips = []
         for number, segment_id in ((1, seed[0]), (2, seed[1])):
             _, start, end, video_id, playlist_id, path, report = rows[int(segment_id)]
             clips.append(Clip(number, segment_id, int(video_id or 0), playlist_id, path, start, end,
-                              _transcript(s, int(video_id or 0), start, end, report)))
+                              _transcript(conn, int(video_id or 0), start, end, report)))
         return clips[0], clips[1]
 
 
@@ -118,14 +124,12 @@ def transcript_windows(engine: Engine, clips: tuple[Clip, Clip], rng: random.Ran
     own_videos = {c.video_id for c in clips}
     windows = [c.transcript() for c in clips]
     taken: set[tuple[int, float]] = set()
-    with read(engine) as s:
+    with read_core(engine) as conn:
         for clip in clips:
             reports: dict[int, str] = {}
             others: list[tuple[int, float]] = []
-            for v, d, report in s.exec(
-                select(col(Video.id), col(Video.duration), col(Video.index_report)).where(
-                    Video.playlist_id == clip.playlist_id, Video.id != clip.video_id, Video.status == "indexed"
-                ).order_by(col(Video.id))).all():
+            for v, d, report in _OTHER_VIDEOS.rows(conn, {"playlist_id": clip.playlist_id,
+                                                          "video_id": clip.video_id}):
                 others.append((int(v or 0), float(d or 0.0)))
                 reports[int(v or 0)] = str(report or "")
             preferred = [o for o in others if o[0] not in own_videos] or others
@@ -137,6 +141,7 @@ def transcript_windows(engine: Engine, clips: tuple[Clip, Clip], rng: random.Ran
                 free = [t for t in starts if (video_id, t) not in taken] or starts
                 start = rng.choice(free)
                 taken.add((video_id, start))
-                windows.append(format_lines(_transcript(s, video_id, start, start + clip.length, reports[video_id])))
+                windows.append(format_lines(_transcript(conn, video_id, start, start + clip.length,
+                                                        reports[video_id])))
     rng.shuffle(windows)  # shuffled so the relevant passages are not where they always are
     return windows

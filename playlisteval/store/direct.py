@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import ClauseElement
@@ -30,6 +30,7 @@ from playlisteval.logs.redaction import redact_any, secret_values
 from playlisteval.store.redacted import carries_error_text
 
 Row = tuple[Any, ...]
+T = TypeVar("T")
 
 
 @dataclass
@@ -38,7 +39,7 @@ class _Compiled:
     construct: Callable[[Mapping[str, Any]], dict[str, Any]]  # the statement's own values merged in, checked
     order: tuple[str, ...] | None  # the parameters' names in order (a positional driver), else None
     binds: Mapping[str, Callable[[Any], Any]]  # name -> its type's bind processor, where it has one
-    types: tuple[Any, ...]  # per returned column: its SQLAlchemy type
+    types: tuple[tuple[str, Any], ...]  # the returned columns SQLAlchemy knows of: (name, type)
     redact: bool  # it writes a column that may hold an error text
     results: tuple[Callable[[Any], Any] | None, ...] | None = None  # their result processors, from a first run
 
@@ -82,10 +83,7 @@ class Direct:
             rows = cursor.fetchall()
             processors = compiled.results
             if processors is None:  # some processors depend on the driver's type code (PostgreSQL's numerics)
-                codes = [column[1] for column in cursor.description or ()]
-                # a text() statement has no column types: its values come as the driver gives them
-                processors = compiled.results = tuple(kind._cached_result_processor(conn.dialect, code)
-                                                      for kind, code in zip(compiled.types, codes, strict=False))
+                processors = compiled.results = _result_processors(compiled, conn.dialect, cursor.description)
         finally:
             cursor.close()
         if not any(processors):
@@ -104,6 +102,21 @@ class Direct:
             return int(cursor.rowcount)
         finally:
             cursor.close()
+
+
+def _result_processors(compiled: _Compiled, dialect: Dialect,
+                       description: Any) -> tuple[Callable[[Any], Any] | None, ...]:
+    """Each returned column's result processor. A compiled select or RETURNING knows every column, in order;
+    a ``text()`` statement only those given to ``.columns(name=type)``, matched by name (the rest as the
+    driver gives them)."""
+    columns = [(column[0], column[1]) for column in description or ()]
+    if len(compiled.types) == len(columns):
+        kinds = [kind for _, kind in compiled.types]
+    else:
+        by_name = dict(compiled.types)
+        kinds = [by_name.get(name) for name, _ in columns]
+    return tuple(None if kind is None else kind._cached_result_processor(dialect, code)
+                 for kind, (_, code) in zip(kinds, columns, strict=True))
 
 
 def _compile(statement: ClauseElement, dialect: Dialect, names: frozenset[str]) -> _Compiled:
@@ -128,5 +141,84 @@ def _compile(statement: ClauseElement, dialect: Dialect, names: frozenset[str]) 
 
     return _Compiled(sql=compiled.string, construct=construct,
                      order=tuple(compiled.positiontup) if compiled.positional else None, binds=binds,
-                     types=tuple(column[3] for column in compiled._result_columns),
+                     types=tuple((column[0], column[3]) for column in compiled._result_columns),
                      redact=carries_error_text(compiled.string))
+
+
+class Inserts:
+    """What a stage's writer does in its commit (store/items.py), without the ORM's unit of work: ``add`` rows
+    (objects of the store's table classes) and ``flush`` them, each one INSERT … RETURNING its key on the
+    driver's cursor, in the order added, the key set on the object. As the ORM's flush: a column left None
+    whose type does not store None (``should_evaluate_none``) is left out, so its default applies; a column
+    whose default is computed in Python must be set (it is, by the table class's own field defaults)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._pending: list[Any] = []
+
+    def add(self, row: Any) -> None:
+        self._pending.append(row)
+
+    def add_all(self, rows: Sequence[Any]) -> None:
+        self._pending.extend(rows)
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for row in pending:
+            insert_row, key, columns = _insert_of(type(row))
+            values: dict[str, Any] = {}
+            for name, stores_none in columns:
+                value = getattr(row, name)
+                if value is not None or stores_none:
+                    values[name] = value
+            returned = insert_row.first(self.conn, values)
+            if key is not None and returned is not None:
+                setattr(row, key, returned[0])
+
+
+_INSERTS: dict[type, tuple[Direct, str | None, tuple[tuple[str, bool], ...]]] = {}
+
+
+def _insert_of(kind: type) -> tuple[Direct, str | None, tuple[tuple[str, bool], ...]]:
+    """A table class's insert (RETURNING its single-column key), the key's name, and (column, stores None)."""
+    found = _INSERTS.get(kind)
+    if found is None:
+        from sqlalchemy import insert, inspect
+
+        mapper: Any = inspect(kind)
+        table = mapper.local_table
+        for attribute in mapper.column_attrs:  # the fields read by name below are the columns' own names
+            if attribute.key != attribute.columns[0].name:
+                raise ValueError(f"{kind.__name__}.{attribute.key} is stored as {attribute.columns[0].name}")
+        primary = list(table.primary_key.columns)
+        key = primary[0].name if len(primary) == 1 else None
+        statement = insert(table).returning(primary[0]) if key else insert(table)
+        columns = tuple((c.name, bool(c.type.should_evaluate_none) or (c.primary_key and key is None))
+                        for c in table.columns)
+        found = _INSERTS[kind] = (Direct(statement), key, columns)
+    return found
+
+
+_GETS: dict[type, tuple[Direct, tuple[str, ...]]] = {}
+
+
+def get(conn: Connection, kind: type[T], key: Any) -> T | None:
+    """The row of a table class by its single-column primary key, as an unattached object built without
+    validation (``model_construct``: what the store holds was validated when written), or None. For reads
+    only: it belongs to no session, so nothing set on it is stored."""
+    found = _GETS.get(kind)
+    if found is None:
+        from sqlalchemy import bindparam, inspect, select
+        from sqlalchemy.orm import configure_mappers
+
+        configure_mappers()  # else, in a process that has not used the ORM yet, its attributes cannot be read
+        table = inspect(kind).local_table
+        (primary,) = table.primary_key.columns
+        names = tuple(c.name for c in table.columns)
+        found = _GETS[kind] = (Direct(select(*table.columns).where(primary == bindparam("key"))), names)
+    statement, names = found
+    row = statement.first(conn, {"key": key})
+    if row is None:
+        return None
+    made: T = kind.model_construct(**dict(zip(names, row, strict=True)))  # type: ignore[attr-defined]
+    return made

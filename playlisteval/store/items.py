@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, func, insert, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from playlisteval.store import outbox
-from playlisteval.store.direct import Direct
+from playlisteval.store.direct import Direct, Inserts
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import TERMINAL, WORKING, Event, Limits, Progress, State, advance
 from playlisteval.store.tables import Item, ItemEvent, Seed, now
 
-Writer = Callable[[Session, Item], None]
+Writer = Callable[[Inserts, Item], None]  # adds the step's rows; may set the item's current question/set
 
 
 @dataclass(frozen=True)
@@ -145,9 +145,9 @@ def commit(
         if write is not None:
             item = Item(id=c.item_id, seed_id=seed_id, state=state, current_qa_id=qa_id, current_set_id=set_id,
                         version=held_version)
-            with Session(bind=conn, expire_on_commit=False) as s:  # joins the transaction, never commits it
-                write(s, item)
-                s.flush()
+            rows = Inserts(conn)  # in this transaction, on the driver's cursor (store/direct.py)
+            write(rows, item)
+            rows.flush()
             qa_id, set_id = item.current_qa_id, item.current_set_id
         t, version = now(), held_version + 1
         _MOVE_DIRECT.count(conn, {

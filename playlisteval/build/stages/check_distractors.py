@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session
-
 from playlisteval.build.gates import GateVerdict, d2_structure, d3_text_ranking, d4_video_ranking, first_rejection
 from playlisteval.build.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.build.stages.inputs import load_clips
 from playlisteval.errors import CheckerFault
-from playlisteval.store.engine import read
+from playlisteval.store import direct
+from playlisteval.store.direct import Inserts
+from playlisteval.store.engine import read_core
 from playlisteval.store.states import Event
 from playlisteval.store.tables import QA, DistractorSet, Item
 
@@ -25,10 +25,10 @@ def verdicts(ctx: StepContext, qa: QA, dset: DistractorSet) -> list[GateVerdict]
 
 
 def run(ctx: StepContext) -> StepResult:
-    with read(ctx.engine) as s:
-        item = s.get(Item, ctx.item_id)
-        dset = s.get(DistractorSet, item.current_set_id) if item and item.current_set_id else None
-        qa = s.get(QA, dset.qa_id) if dset else None
+    with read_core(ctx.engine) as conn:  # primary-key reads on the driver's cursor (store/direct.py)
+        item = direct.get(conn, Item, ctx.item_id)
+        dset = direct.get(conn, DistractorSet, item.current_set_id) if item and item.current_set_id else None
+        qa = direct.get(conn, QA, dset.qa_id) if dset else None
     if dset is None or qa is None:
         raise LookupError(f"item {ctx.item_id} has no distractor set to check")
     try:
@@ -39,7 +39,7 @@ def run(ctx: StepContext) -> StepResult:
     rows = gate_rows(ctx.item_id, 2, dset.attempt, ran, dset.payload or {})
     last = ran[-1]
 
-    def write(s: Session, item: Item) -> None:
+    def write(s: Inserts, item: Item) -> None:
         s.add_all(rows)
 
     return StepResult(Event.PASSED if last.passed else Event.REJECTED, write, last.reason)

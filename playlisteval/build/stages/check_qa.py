@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session
-
 from playlisteval.build.gates import (
     GateVerdict,
     c1_structure,
@@ -15,7 +13,9 @@ from playlisteval.build.gates import (
 from playlisteval.build.stages.context import StepContext, StepResult, gate_rows
 from playlisteval.build.stages.inputs import load_clips
 from playlisteval.errors import CheckerFault
-from playlisteval.store.engine import read
+from playlisteval.store import direct
+from playlisteval.store.direct import Inserts
+from playlisteval.store.engine import read_core
 from playlisteval.store.states import Event
 from playlisteval.store.tables import QA, Item
 
@@ -36,9 +36,9 @@ def verdicts(ctx: StepContext, qa: QA) -> list[GateVerdict]:
 
 
 def run(ctx: StepContext) -> StepResult:
-    with read(ctx.engine) as s:
-        item = s.get(Item, ctx.item_id)
-        qa = s.get(QA, item.current_qa_id) if item and item.current_qa_id else None
+    with read_core(ctx.engine) as conn:  # two primary-key reads on the driver's cursor (store/direct.py)
+        item = direct.get(conn, Item, ctx.item_id)
+        qa = direct.get(conn, QA, item.current_qa_id) if item and item.current_qa_id else None
     if qa is None:
         raise LookupError(f"item {ctx.item_id} has no current question to check")
     try:
@@ -49,7 +49,7 @@ def run(ctx: StepContext) -> StepResult:
     rows = gate_rows(ctx.item_id, 1, qa.attempt, ran, qa.payload or {})
     last = ran[-1]
 
-    def write(s: Session, item: Item) -> None:
+    def write(s: Inserts, item: Item) -> None:
         s.add_all(rows)
 
     return StepResult(Event.PASSED if last.passed else Event.REJECTED, write, last.reason)

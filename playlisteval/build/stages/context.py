@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel
+from sqlmodel import SQLModel
 
 from playlisteval.build.gates import GateVerdict
 from playlisteval.config import Settings
 from playlisteval.models.request import ModelResponse
 from playlisteval.models.runner import Runner
 from playlisteval.prompts.render import prompts_dir_of
+from playlisteval.store.direct import Inserts
 from playlisteval.store.items import Writer
 from playlisteval.store.states import Event, Progress
 from playlisteval.store.tables import GateResult, Item
@@ -74,7 +75,7 @@ def unusable_output(
     verdict.call_ids = [response.call_id] if response.call_id else []
     rows = gate_rows(item_id, phase, attempt, [verdict], payload)
 
-    def write(s: Session, item: Item) -> None:
+    def write(s: Inserts, item: Item) -> None:
         s.add(candidate)
         s.add_all(rows)
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import JSON, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from playlisteval.store.engine import read
+from playlisteval.store.direct import Direct
+from playlisteval.store.engine import read_core
 
 #: The pseudo-gate of a question given up after its Phase II attempts ran out (SPEC E2).
 GAVE_UP = "E2"
@@ -53,19 +54,38 @@ _SETS = text("SELECT attempt, qa_id FROM distractor_set WHERE item_id = :item_id
 _QA = text("SELECT attempt, question, answer FROM qa WHERE id = :qa_id")
 
 
-def _rows(s: Any, item_id: int, phase: int) -> list[Any]:
-    """The seed's rejections in ``phase``, oldest first: (id, attempt, gate, reason, rejected_output)."""
-    return list(s.execute(_REJECTED, {"item_id": item_id, "phase": phase}).all())
+# run on the driver's cursor (store/direct.py): every generation step reads them (issue 26)
+_REJECTED_D, _SETS_D, _QA_D = Direct(_REJECTED), Direct(_SETS), Direct(_QA)
 
 
-def _sets(s: Any, item_id: int) -> dict[int, int]:
+class _Rejection(NamedTuple):
+    id: int
+    attempt: int
+    gate: str
+    reason: str
+    rejected_output: dict[str, Any] | None
+
+
+class _Question(NamedTuple):
+    attempt: int
+    question: str
+    answer: str
+
+
+def _rows(conn: Connection, item_id: int, phase: int) -> list[_Rejection]:
+    """The seed's rejections in ``phase``, oldest first."""
+    return [_Rejection(*r) for r in _REJECTED_D.rows(conn, {"item_id": item_id, "phase": phase})]
+
+
+def _sets(conn: Connection, item_id: int) -> dict[int, int]:
     """The seed's sets of wrong answers: attempt → the question it was written for."""
-    return {int(attempt): int(qa_id) for attempt, qa_id in s.execute(_SETS, {"item_id": item_id})}
+    return {int(attempt): int(qa_id) for attempt, qa_id in _SETS_D.rows(conn, {"item_id": item_id})}
 
 
-def _qa(s: Any, qa_id: int) -> Any:
+def _qa(conn: Connection, qa_id: int) -> _Question | None:
     """(attempt, question, answer) of a question, or None."""
-    return s.execute(_QA, {"qa_id": qa_id}).first()
+    row = _QA_D.first(conn, {"qa_id": qa_id})
+    return None if row is None else _Question(*row)
 
 
 def _unusable(output: dict[str, Any]) -> str:
@@ -75,7 +95,7 @@ def _unusable(output: dict[str, Any]) -> str:
 def phase1_failures(engine: Engine, item_id: int, prompts_dir: str | None = None) -> list[Failure]:
     """Every failed question of this seed, oldest first."""
     out: list[tuple[int, int, Failure]] = []
-    with read(engine) as s:
+    with read_core(engine) as s:
         for r in _rows(s, item_id, 1):
             output = r.rejected_output or {}
             out.append((r.attempt, r.id or 0, Failure(
@@ -103,7 +123,7 @@ def phase2_failures(
 ) -> list[Failure]:
     """Every rejected set of wrong answers of this seed, oldest first."""
     out: list[Failure] = []
-    with read(engine) as s:
+    with read_core(engine) as s:
         sets = _sets(s, item_id)
         questions: dict[int, str] = {}
         for r in _rows(s, item_id, 2):

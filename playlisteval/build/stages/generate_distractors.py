@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session
-
 from playlisteval.build.stages.context import StepContext, StepResult, unusable_output
 from playlisteval.build.stages.feedback import phase2_failures
 from playlisteval.build.stages.generate_qa import generator_clips
 from playlisteval.build.stages.inputs import load_clips
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.prompts.render import render
-from playlisteval.store.engine import read
+from playlisteval.store import direct
+from playlisteval.store.direct import Inserts
+from playlisteval.store.engine import read_core
 from playlisteval.store.states import Event
 from playlisteval.store.tables import QA, Answer, DistractorSet, Item
 
@@ -61,9 +61,9 @@ def build_request(ctx: StepContext, qa: QA, attempt: int) -> ModelRequest:
 
 
 def run(ctx: StepContext) -> StepResult:
-    with read(ctx.engine) as s:
-        item = s.get(Item, ctx.item_id)
-        qa = s.get(QA, item.current_qa_id) if item and item.current_qa_id else None
+    with read_core(ctx.engine) as conn:  # two primary-key reads on the driver's cursor (store/direct.py)
+        item = direct.get(conn, Item, ctx.item_id)
+        qa = direct.get(conn, QA, item.current_qa_id) if item and item.current_qa_id else None
     if qa is None:
         raise LookupError(f"item {ctx.item_id} has no verified question")
     attempt = ctx.progress.phase2_attempts + 1
@@ -76,7 +76,7 @@ def run(ctx: StepContext) -> StepResult:
     if response.malformed:
         return unusable_output(ctx.item_id, 2, attempt, "D2", response, payload, dset)
 
-    def write(s: Session, item: Item) -> None:
+    def write(s: Inserts, item: Item) -> None:
         s.add(dset)
         s.flush()
         assert dset.id is not None

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session
-
 from playlisteval.build.stages import bloom
 from playlisteval.build.stages.context import StepContext, StepResult, unusable_output
 from playlisteval.build.stages.feedback import phase1_failures
 from playlisteval.build.stages.inputs import Clip, load_clips, mmss
 from playlisteval.models.request import ModelRequest, TextPart, VideoPart
 from playlisteval.prompts.render import render
+from playlisteval.store.direct import Inserts
 from playlisteval.store.states import Event
 from playlisteval.store.tables import QA, Item
 
@@ -63,7 +62,7 @@ def run(ctx: StepContext) -> StepResult:
     if response.malformed:
         return unusable_output(ctx.item_id, 1, attempt, "C1", response, payload, qa)
 
-    def write(s: Session, item: Item) -> None:
+    def write(s: Inserts, item: Item) -> None:
         s.add(qa)
         s.flush()
         item.current_qa_id = qa.id
