@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.sql import ClauseElement
 
 from playlisteval.logs.redaction import redact_any, secret_values
@@ -136,8 +137,25 @@ def _compile(statement: ClauseElement, dialect: Dialect, names: frozenset[str]) 
     if escaped:  # a bind name the driver cannot take as written: SQLAlchemy renames it; keep this simple
         raise ValueError(f"a direct statement's parameter names must need no escaping: {sorted(escaped)}")
 
+    # what SQLAlchemy's construct_params does for such a statement, without its general cases (a fifth of a
+    # direct statement's cost): the values written into the statement, the caller's over them, none missing
+    fixed: dict[str, Any] = {}
+    required: set[str] = set()
+    for parameter, name in compiled.bind_names.items():
+        if parameter.callable is not None:
+            raise ValueError(f"a direct statement cannot bind a value computed at execution: {name}")
+        if parameter.required:
+            required.add(name)
+        else:
+            fixed[name] = parameter.value
+    names = frozenset(fixed) | required
+
     def construct(params: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(compiled.construct_params(params, _check=True))
+        missing = required.difference(params)
+        if missing:
+            raise InvalidRequestError(f"A value is required for bind parameter {sorted(missing)[0]!r}")
+        given = {**fixed, **params}
+        return given if compiled.positional else {name: given[name] for name in names}
 
     return _Compiled(sql=compiled.string, construct=construct,
                      order=tuple(compiled.positiontup) if compiled.positional else None, binds=binds,
