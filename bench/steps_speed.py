@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     results["goals"] = goals(results)
     print("goals (issues 13 and 26; at the default sizes: a short run is mostly start-up):")
     for goal, (seen, met) in results["goals"].items():
-        print(f"  {goal:<52} {seen:>12}  {'met' if met else 'NOT met'}", flush=True)
+        print(f"  {goal:<66} {seen:>12}  {'met' if met else 'NOT met'}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"saved {args.out}")
