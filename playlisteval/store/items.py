@@ -129,9 +129,9 @@ def commit(
     """Write the step's outputs and move the item; None if the lease was lost (nothing written).
 
     One transaction on a plain connection: the item read under its lock (compare-and-set on state and lease
-    token), the stage's rows written through a session joined to that transaction (``write`` gets the item
+    token), the stage's rows inserted in that transaction (``write`` gets a ``direct.Inserts`` and the item
     as a detached row: what it sets on it is stored with the move), the move, its ``item_event`` row and,
-    into a working state, its outbox row."""
+    into a working state, its outbox row; every statement on the driver's cursor (store/direct.py)."""
     with engine.begin() as conn:
         row = _HELD_DIRECT.first(conn, {"item_id": c.item_id})
         if row is None:
