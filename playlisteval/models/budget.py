@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from playlisteval.config import Settings
@@ -21,8 +21,8 @@ from playlisteval.store.engine import read_core
 
 BUDGET_KEY = "budget_usd"  # the build's budget as `build --budget` set it, for every worker to see
 PAUSED_KEY = "paused"  # set while the build is paused by its budget
-_KV_VALUE = text("SELECT value FROM kv WHERE key = :key")  # store/tables.py KeyValue, read without the ORM
-_KV_VALUE_D = Direct(_KV_VALUE)  # on the driver's cursor: read before every paid call (store/direct.py)
+# store/tables.py KeyValue, read without the ORM, on the driver's cursor: before every paid call (store/direct.py)
+_KV_VALUE = Direct(text("SELECT value FROM kv WHERE key = :key"))
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,7 @@ class Spend:
 
 def kv(s: Any, key: str) -> str | None:
     """A shared setting of the store (table kv); ``s`` a Connection or a Session (inside its transaction)."""
-    conn = s if isinstance(s, Connection) else s.connection()
-    row = _KV_VALUE_D.first(conn, {"key": key})
+    row = _KV_VALUE.first(s, {"key": key})
     return None if row is None or row[0] is None else str(row[0])
 
 

@@ -23,18 +23,19 @@ _LEDGER_DEFAULTS: dict[str, Any] = {
     name: field.default for name, field in ModelCall.model_fields.items()
     if name not in ("id", "created_at") and field.default_factory is None and repr(field.default) != "PydanticUndefined"
 }
-# the statements, built once on the tables themselves (no ORM unit of work); values travel as parameters
+# the statements, built once on the tables themselves (no ORM unit of work); values travel as parameters; each
+# runs on the driver's cursor (store/direct.py): a call runs eight of them (issue 26)
 _CALL: Table = ModelCall.__table__  # type: ignore[attr-defined]
 _CACHE: Table = ResponseCache.__table__  # type: ignore[attr-defined]
 _PROMPT: Table = ModelPrompt.__table__  # type: ignore[attr-defined]
-_ADD_CALL = insert(_CALL).returning(_CALL.c.id)
-_CACHED = select(_CACHE.c.response).where(_CACHE.c.request_hash == bindparam("key"))
-_IS_CACHED = select(_CACHE.c.request_hash).where(_CACHE.c.request_hash == bindparam("key"))
-_USD = select(_CALL.c.usd).where(_CALL.c.id == bindparam("call_id"))
-_INTERRUPT = update(_CALL).where(_CALL.c.request_hash == bindparam("key"), _CALL.c.status == "in_flight") \
-    .values(status="interrupted", finished_at=bindparam("at"))
+_ADD_CALL = Direct(insert(_CALL).returning(_CALL.c.id))
+_CACHED = Direct(select(_CACHE.c.response).where(_CACHE.c.request_hash == bindparam("key")))
+_IS_CACHED = Direct(select(_CACHE.c.request_hash).where(_CACHE.c.request_hash == bindparam("key")))
+_USD = Direct(select(_CALL.c.usd).where(_CALL.c.id == bindparam("call_id")))
+_INTERRUPT = Direct(update(_CALL).where(_CALL.c.request_hash == bindparam("key"), _CALL.c.status == "in_flight")
+                    .values(status="interrupted", finished_at=bindparam("at")))
 _WAS_CUT = _CALL.c.status == "interrupted"
-_FINISH = update(_CALL).where(_CALL.c.id == bindparam("call_id")).values(
+_FINISH = Direct(update(_CALL).where(_CALL.c.id == bindparam("call_id")).values(
     status=case((_WAS_CUT, "interrupted"), else_=bindparam("new_status")),
     error=case((_WAS_CUT, bindparam("late_error")), else_=bindparam("new_error")),
     estimated_usd=case((_WAS_CUT, bindparam("cost")), else_=_CALL.c.estimated_usd),
@@ -42,18 +43,14 @@ _FINISH = update(_CALL).where(_CALL.c.id == bindparam("call_id")).values(
     thinking_tokens=bindparam("thinking_tokens"), gpu_seconds=bindparam("gpu_seconds"),
     cached_input_tokens=bindparam("cached_input_tokens"), latency_s=bindparam("latency"),
     finished_at=bindparam("at"),
-).returning(_CALL.c.usd)
-_KEYS_BETWEEN = select(_CACHE.c.request_hash).where(_CACHE.c.request_hash > bindparam("low"),
-                                                    _CACHE.c.request_hash < bindparam("high"))
+).returning(_CALL.c.usd))
+_KEYS_BETWEEN = Direct(select(_CACHE.c.request_hash).where(_CACHE.c.request_hash > bindparam("low"),
+                                                           _CACHE.c.request_hash < bindparam("high")))
 # a request's cached answer and the keys of its repaired tries (``<key>:try<n>``), in one statement
-_LOOKUP = select(_CACHE.c.request_hash, _CACHE.c.response).where(or_(
+_LOOKUP = Direct(select(_CACHE.c.request_hash, _CACHE.c.response).where(or_(
     _CACHE.c.request_hash == bindparam("key"),
-    and_(_CACHE.c.request_hash > bindparam("low"), _CACHE.c.request_hash < bindparam("high"))))
+    and_(_CACHE.c.request_hash > bindparam("low"), _CACHE.c.request_hash < bindparam("high")))))
 _INSERT_NEW: dict[tuple[str, str], Direct] = {}
-# each run on the driver's cursor (store/direct.py): a call runs eight of them (issue 26)
-_ADD_CALL_D, _CACHED_D, _IS_CACHED_D, _USD_D = Direct(_ADD_CALL), Direct(_CACHED), Direct(_IS_CACHED), Direct(_USD)
-_INTERRUPT_D, _FINISH_D, _KEYS_BETWEEN_D, _LOOKUP_D = (Direct(_INTERRUPT), Direct(_FINISH), Direct(_KEYS_BETWEEN),
-                                                      Direct(_LOOKUP))
 
 
 def _conn(s: Any) -> Connection:
@@ -69,7 +66,7 @@ def lookup(s: Any, key: str) -> tuple[dict[str, Any] | None, set[str]]:
     """The cached answer to ``key`` (None: not cached) and the cache keys of its repaired tries."""
     answer: dict[str, Any] | None = None
     tries: set[str] = set()
-    for found, response in _LOOKUP_D.rows(_conn(s), {"key": key, "low": f"{key}:try", "high": f"{key}:tryz"}):
+    for found, response in _LOOKUP.rows(_conn(s), {"key": key, "low": f"{key}:try", "high": f"{key}:tryz"}):
         if found == key:
             answer = response
         else:
@@ -79,24 +76,24 @@ def lookup(s: Any, key: str) -> tuple[dict[str, Any] | None, set[str]]:
 
 def keys_between(s: Any, low: str, high: str) -> set[str]:
     """The cache keys strictly between ``low`` and ``high`` (a request's repaired tries)."""
-    return {str(k) for k, in _KEYS_BETWEEN_D.rows(_conn(s), {"low": low, "high": high})}
+    return {str(k) for k, in _KEYS_BETWEEN.rows(_conn(s), {"low": low, "high": high})}
 
 
 def add_call(s: Any, **values: Any) -> int:
     """Insert a ledger row (``ModelCall``'s defaults for what is not given); its id."""
-    row = _ADD_CALL_D.first(_conn(s), {**_LEDGER_DEFAULTS, "created_at": now(), **values})
+    row = _ADD_CALL.first(_conn(s), {**_LEDGER_DEFAULTS, "created_at": now(), **values})
     assert row is not None  # an INSERT … RETURNING returns its row
     return int(row[0])
 
 
 def cached_response(s: Any, key: str) -> dict[str, Any] | None:
-    row = _CACHED_D.first(_conn(s), {"key": key})
+    row = _CACHED.first(_conn(s), {"key": key})
     found: dict[str, Any] | None = None if row is None else row[0]
     return found
 
 
 def is_cached(s: Any, key: str) -> bool:
-    return _IS_CACHED_D.first(_conn(s), {"key": key}) is not None
+    return _IS_CACHED.first(_conn(s), {"key": key}) is not None
 
 
 def _insert_new(s: Any, table: Table, values: dict[str, Any]) -> None:
@@ -136,11 +133,11 @@ def keep_response(s: Any, key: str, provider: str, model: str, response: dict[st
 
 def mark_interrupted(s: Any, key: str) -> None:
     """An in-flight row of this very request belongs to a worker that died mid-call."""
-    _INTERRUPT_D.count(_conn(s), {"key": key, "at": now()})
+    _INTERRUPT.count(_conn(s), {"key": key, "at": now()})
 
 
 def usd_of(s: Any, call_id: int) -> float | None:
-    row = _USD_D.first(_conn(s), {"call_id": call_id})
+    row = _USD.first(_conn(s), {"call_id": call_id})
     return None if row is None or row[0] is None else float(row[0])
 
 
@@ -150,7 +147,7 @@ def finish(s: Any, call_id: int, status: str, usage: Usage, cost: float, started
     worker marked interrupted (it took the step over) stays marked, with what the call cost: the call was
     paid twice, and the ledger says so."""
     late = f"finished after it was marked interrupted ({status})" + (f": {error}" if error else "")
-    row = _FINISH_D.first(_conn(s), {
+    row = _FINISH.first(_conn(s), {
         "call_id": call_id, "new_status": status, "new_error": error, "late_error": late, "cost": cost,
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "thinking_tokens": usage.thinking_tokens, "gpu_seconds": usage.gpu_seconds,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import InvalidRequestError
@@ -30,12 +30,16 @@ from sqlalchemy.sql import ClauseElement
 from playlisteval.logs.redaction import redact_any, secret_values
 from playlisteval.store.redacted import carries_error_text
 
+if TYPE_CHECKING:  # the ORM loads with the first ORM transaction, not with this module (store/engine.py)
+    from sqlalchemy.orm import Session
+
 Row = tuple[Any, ...]
 T = TypeVar("T")
 
 
 @dataclass
 class _Compiled:
+    dialect: Dialect
     sql: str
     construct: Callable[[Mapping[str, Any]], dict[str, Any]]  # the statement's own values merged in, checked
     order: tuple[str, ...] | None  # the parameters' names in order (a positional driver), else None
@@ -59,7 +63,8 @@ class Direct:
             found = self._compiled[key] = _compile(self.statement, dialect, names)
         return found
 
-    def _run(self, conn: Connection, params: Mapping[str, Any]) -> tuple[Any, _Compiled]:
+    def _run(self, on: Connection | Session, params: Mapping[str, Any]) -> tuple[Any, _Compiled]:
+        conn = on if isinstance(on, Connection) else on.connection()  # a session: its connection, in its transaction
         compiled = self._for(conn.dialect, frozenset(params))
         values = compiled.construct(params)
         for name, process in compiled.binds.items():
@@ -77,14 +82,15 @@ class Direct:
             conn._handle_dbapi_exception(exc, compiled.sql, bound, cursor, None)
         return cursor, compiled
 
-    def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Row]:
-        """The rows it returns (a select, or RETURNING), each a tuple in the statement's column order."""
+    def rows(self, conn: Connection | Session, params: Mapping[str, Any]) -> list[Row]:
+        """The rows it returns (a select, or RETURNING), each a tuple in the statement's column order; ``conn`` a
+        connection, or a session (its connection, inside its transaction)."""
         cursor, compiled = self._run(conn, params)
         try:
             rows = cursor.fetchall()
             processors = compiled.results
             if processors is None:  # some processors depend on the driver's type code (PostgreSQL's numerics)
-                processors = compiled.results = _result_processors(compiled, conn.dialect, cursor.description)
+                processors = compiled.results = _result_processors(compiled, cursor.description)
         finally:
             cursor.close()
         if not any(processors):
@@ -92,11 +98,11 @@ class Direct:
         return [tuple(value if p is None else p(value) for p, value in zip(processors, row, strict=True))
                 for row in rows]
 
-    def first(self, conn: Connection, params: Mapping[str, Any]) -> Row | None:
+    def first(self, conn: Connection | Session, params: Mapping[str, Any]) -> Row | None:
         rows = self.rows(conn, params)
         return rows[0] if rows else None
 
-    def count(self, conn: Connection, params: Mapping[str, Any]) -> int:
+    def count(self, conn: Connection | Session, params: Mapping[str, Any]) -> int:
         """Run a statement that returns nothing; the rows it touched."""
         cursor, _ = self._run(conn, params)
         try:
@@ -105,8 +111,7 @@ class Direct:
             cursor.close()
 
 
-def _result_processors(compiled: _Compiled, dialect: Dialect,
-                       description: Any) -> tuple[Callable[[Any], Any] | None, ...]:
+def _result_processors(compiled: _Compiled, description: Any) -> tuple[Callable[[Any], Any] | None, ...]:
     """Each returned column's result processor. A compiled select or RETURNING knows every column, in order;
     a ``text()`` statement only those given to ``.columns(name=type)``, matched by name (the rest as the
     driver gives them)."""
@@ -116,7 +121,7 @@ def _result_processors(compiled: _Compiled, dialect: Dialect,
     else:
         by_name = dict(compiled.types)
         kinds = [by_name.get(name) for name, _ in columns]
-    return tuple(None if kind is None else kind._cached_result_processor(dialect, code)
+    return tuple(None if kind is None else kind._cached_result_processor(compiled.dialect, code)
                  for kind, (_, code) in zip(kinds, columns, strict=True))
 
 
@@ -157,7 +162,7 @@ def _compile(statement: ClauseElement, dialect: Dialect, names: frozenset[str]) 
         given = {**fixed, **params}
         return given if compiled.positional else {name: given[name] for name in names}
 
-    return _Compiled(sql=compiled.string, construct=construct,
+    return _Compiled(dialect=dialect, sql=compiled.string, construct=construct,
                      order=tuple(compiled.positiontup) if compiled.positional else None, binds=binds,
                      types=tuple((column[0], column[3]) for column in compiled._result_columns),
                      redact=carries_error_text(compiled.string))

@@ -72,15 +72,15 @@ def create_items(engine: Engine) -> list[int]:
 
 
 _ITEM = Item.__table__  # type: ignore[attr-defined]
-#: the claim, built once: compare-and-set on state and lease, and the progress it took, in one statement
-_CLAIM = (update(_ITEM)
+#: the claim, built once: compare-and-set on state and lease, and the progress it took, in one statement; on the
+#: driver's cursor, as the commit's statements (store/direct.py, issue 26)
+_CLAIM = Direct(update(_ITEM)
           .where(_ITEM.c.id == bindparam("item_id"), _ITEM.c.state == bindparam("in_state"),
                  or_(_ITEM.c.lease_expires.is_(None), _ITEM.c.lease_expires < bindparam("t")))
           .values(lease_owner=bindparam("token"), lease_expires=bindparam("until"), lease_renewed_at=bindparam("t"),
                   claims=_ITEM.c.claims + 1, updated_at=bindparam("t"))
           .returning(_ITEM.c.phase1_attempts, _ITEM.c.phase2_attempts, _ITEM.c.phase2_on_question,
                      _ITEM.c.failed_from, _ITEM.c.claims))
-_CLAIM_DIRECT = Direct(_CLAIM)
 
 
 def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float) -> Claim | None:
@@ -89,7 +89,7 @@ def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float
     token = f"{owner}/{uuid.uuid4().hex[:12]}"
     t = now()
     with engine.begin() as conn:
-        row = _CLAIM_DIRECT.first(conn, {"item_id": item_id, "in_state": state.value, "t": t, "token": token,
+        row = _CLAIM.first(conn, {"item_id": item_id, "in_state": state.value, "t": t, "token": token,
                                          "until": t + lease_s})
     if row is None:
         return None
@@ -101,20 +101,19 @@ def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float
 
 _EVENT = ItemEvent.__table__  # type: ignore[attr-defined]
 #: the commit's statements, built once (issue 13: through the ORM, loading the item, flushing it and its event
-#: and the outbox row's autoflush cost about a third of a step's CPU with a zero-latency model)
-_HELD = (sa_select(_ITEM.c.state, _ITEM.c.lease_owner, _ITEM.c.phase1_attempts, _ITEM.c.phase2_attempts,
+#: and the outbox row's autoflush cost about a third of a step's CPU with a zero-latency model; issue 26: through
+#: SQLAlchemy's per-statement path, the commit was still the step's largest share of it)
+_HELD = Direct(sa_select(_ITEM.c.state, _ITEM.c.lease_owner, _ITEM.c.phase1_attempts, _ITEM.c.phase2_attempts,
                 _ITEM.c.phase2_on_question, _ITEM.c.failed_from, _ITEM.c.version, _ITEM.c.seed_id,
                 _ITEM.c.current_qa_id, _ITEM.c.current_set_id)
          .where(_ITEM.c.id == bindparam("item_id")).with_for_update())
-_MOVE = (update(_ITEM).where(_ITEM.c.id == bindparam("item_id"))
+_MOVE = Direct(update(_ITEM).where(_ITEM.c.id == bindparam("item_id"))
          .values(state=bindparam("new_state"), phase1_attempts=bindparam("p1"), phase2_attempts=bindparam("p2"),
                  phase2_on_question=bindparam("on_question"), failed_from=bindparam("new_failed_from"),
                  current_qa_id=bindparam("qa_id"), current_set_id=bindparam("set_id"),
                  version=bindparam("new_version"), lease_owner=None, lease_expires=None, claims=0,
                  error=bindparam("new_error"), updated_at=bindparam("t")))
-_ADD_EVENT = insert(_EVENT)
-# run on the driver's cursor (store/direct.py): a commit is the step's largest share of SQLAlchemy (issue 26)
-_HELD_DIRECT, _MOVE_DIRECT, _ADD_EVENT_DIRECT = Direct(_HELD), Direct(_MOVE), Direct(_ADD_EVENT)
+_ADD_EVENT = Direct(insert(_EVENT))
 
 
 def commit(
@@ -133,7 +132,7 @@ def commit(
     as a detached row: what it sets on it is stored with the move), the move, its ``item_event`` row and,
     into a working state, its outbox row; every statement on the driver's cursor (store/direct.py)."""
     with engine.begin() as conn:
-        row = _HELD_DIRECT.first(conn, {"item_id": c.item_id})
+        row = _HELD.first(conn, {"item_id": c.item_id})
         if row is None:
             return None
         state, lease_owner, p1, p2, on_question, failed_from, held_version, seed_id, qa_id, set_id = row
@@ -150,13 +149,13 @@ def commit(
             rows.flush()
             qa_id, set_id = item.current_qa_id, item.current_set_id
         t, version = now(), held_version + 1
-        _MOVE_DIRECT.count(conn, {
+        _MOVE.count(conn, {
             "item_id": c.item_id, "new_state": after.state.value, "p1": after.phase1_attempts,
             "p2": after.phase2_attempts, "on_question": after.phase2_on_question,
             "new_failed_from": after.failed_from.value if after.failed_from else None, "qa_id": qa_id,
             "set_id": set_id, "new_version": version, "new_error": error if after.state is State.FAILED else None,
             "t": t})
-        _ADD_EVENT_DIRECT.count(conn, {"item_id": c.item_id, "version": version, "from_state": before.state.value,
+        _ADD_EVENT.count(conn, {"item_id": c.item_id, "version": version, "from_state": before.state.value,
                                        "event": event.value, "to_state": after.state.value,
                                        "worker": c.token.split("/")[0], "at": now()})
         if after.state in WORKING:  # its next message, committed with the move: sent after (store/outbox.py)

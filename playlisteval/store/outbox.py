@@ -13,8 +13,6 @@ replaces an earlier one's.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Table, bindparam, delete, insert, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -27,16 +25,15 @@ from playlisteval.store.states import State
 from playlisteval.store.tables import ItemOutbox, now
 
 _OUTBOX: Table = ItemOutbox.__table__  # type: ignore[attr-defined]
-#: the statements, built once (issue 13): no ORM unit of work in a step's commit or after its send
-_UPSERT: dict[str, Any] = {}
+#: the statements, built once (issue 13): no ORM unit of work in a step's commit or after its send; on the
+#: driver's cursor (store/direct.py): one of each per transition (issue 26)
+_UPSERT: dict[str, Direct] = {}
 for _dialect, _insert in (("sqlite", sqlite_insert), ("postgresql", postgresql_insert)):
     _stmt = _insert(_OUTBOX)
-    _UPSERT[_dialect] = _stmt.on_conflict_do_update(
-        index_elements=["item_id"], set_={"state": _stmt.excluded.state, "created_at": _stmt.excluded.created_at})
-_SENT = delete(_OUTBOX).where(_OUTBOX.c.item_id == bindparam("item_id"), _OUTBOX.c.state == bindparam("state"))
-# on the driver's cursor (store/direct.py): one of each per transition (issue 26)
-_UPSERT_DIRECT = {name: Direct(stmt) for name, stmt in _UPSERT.items()}
-_SENT_DIRECT = Direct(_SENT)
+    _UPSERT[_dialect] = Direct(_stmt.on_conflict_do_update(
+        index_elements=["item_id"], set_={"state": _stmt.excluded.state, "created_at": _stmt.excluded.created_at}))
+_SENT = Direct(delete(_OUTBOX).where(_OUTBOX.c.item_id == bindparam("item_id"),
+                                     _OUTBOX.c.state == bindparam("state")))
 
 
 def put(s: Session | Connection, item_id: int, state: State) -> None:
@@ -44,7 +41,7 @@ def put(s: Session | Connection, item_id: int, state: State) -> None:
     needs a message for ``state``: one upsert (a later commit's row replaces an earlier one's)."""
     conn = s if isinstance(s, Connection) else s.connection()
     values = {"item_id": item_id, "state": state.value, "created_at": now()}
-    upsert = _UPSERT_DIRECT.get(conn.dialect.name)
+    upsert = _UPSERT.get(conn.dialect.name)
     if upsert is None:  # another database: replace the row in two statements
         conn.execute(delete(_OUTBOX).where(_OUTBOX.c.item_id == item_id))
         conn.execute(insert(_OUTBOX), values)
@@ -55,7 +52,7 @@ def put(s: Session | Connection, item_id: int, state: State) -> None:
 def sent(engine: Engine, item_id: int, state: State) -> None:
     """The message for ``state`` is with the broker: forget it (a row a later commit wrote is kept)."""
     with engine.begin() as conn:
-        _SENT_DIRECT.count(conn, {"item_id": item_id, "state": state.value})
+        _SENT.count(conn, {"item_id": item_id, "state": state.value})
 
 
 def due(engine: Engine, grace_s: float) -> list[tuple[int, State, float]]:

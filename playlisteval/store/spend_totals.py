@@ -108,24 +108,23 @@ def install(conn: Connection) -> None:
         f"SELECT purpose, SUM({paid}), SUM({reserved}), SUM({interrupted}) FROM model_call GROUP BY purpose")
 
 
-_TOTAL = text("SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p")
+# on the driver's cursor (store/direct.py): read before every paid call
+_TOTAL = Direct(text("SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p"))
 # the total less this request's open rows, in one statement (a budget check runs before every paid call)
-_TOTAL_LESS_OPEN = text(
+_TOTAL_LESS_OPEN = Direct(text(
     "SELECT COALESCE((SELECT paid + reserved + interrupted FROM spend_total WHERE purpose = :p), 0) - "
     "(SELECT COALESCE(SUM(estimated_usd), 0) FROM model_call WHERE request_hash = :h AND purpose = :p "
-    "AND (status = 'in_flight' OR (status = 'interrupted' AND latency_s = 0)))")
-_TOTAL_D, _TOTAL_LESS_OPEN_D = Direct(_TOTAL), Direct(_TOTAL_LESS_OPEN)  # before every paid call (store/direct.py)
+    "AND (status = 'in_flight' OR (status = 'interrupted' AND latency_s = 0)))"))
 
 
 def committed(session: Any, purpose: str, exclude_hash: str | None = None) -> float:
     """Paid + reserved + interrupted of ``purpose`` (``Spend.committed``), from its running total: one row.
     ``exclude_hash``: the open rows of that request (in flight, or cut short) are left out (an indexed
     look-up by request hash)."""
-    conn = session if isinstance(session, Connection) else session.connection()
     if exclude_hash is not None:
-        row = _TOTAL_LESS_OPEN_D.first(conn, {"p": purpose, "h": exclude_hash})
+        row = _TOTAL_LESS_OPEN.first(session, {"p": purpose, "h": exclude_hash})
     else:
-        row = _TOTAL_D.first(conn, {"p": purpose})
+        row = _TOTAL.first(session, {"p": purpose})
     return float(row[0]) if row is not None and row[0] is not None else 0.0
 
 

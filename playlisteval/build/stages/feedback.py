@@ -47,15 +47,14 @@ def guidance(gate: str, prompts_dir: str | None = None, reason: str = "") -> str
 
 # the columns read, not the ORM rows (issue 13: a row's unused JSON columns decoded, an entity built for each),
 # as SQL text over store/tables.py's GateResult, DistractorSet and QA: `show` imports this module for
-# ``guidance`` and loads no table class (issue 26)
-_REJECTED = text("SELECT id, attempt, gate, reason, rejected_output FROM gate_result WHERE item_id = :item_id "
-                 "AND phase = :phase AND verdict = 'reject' ORDER BY id").columns(rejected_output=JSON)
-_SETS = text("SELECT attempt, qa_id FROM distractor_set WHERE item_id = :item_id")
-_QA = text("SELECT attempt, question, answer FROM qa WHERE id = :qa_id")
+# ``guidance`` and loads no table class (issue 26); run on the driver's cursor (store/direct.py): every generation
+# step reads them (issue 26)
+_REJECTED = Direct(text("SELECT id, attempt, gate, reason, rejected_output FROM gate_result WHERE item_id = :item_id "
+                 "AND phase = :phase AND verdict = 'reject' ORDER BY id").columns(rejected_output=JSON))
+_SETS = Direct(text("SELECT attempt, qa_id FROM distractor_set WHERE item_id = :item_id"))
+_QA = Direct(text("SELECT attempt, question, answer FROM qa WHERE id = :qa_id"))
 
 
-# run on the driver's cursor (store/direct.py): every generation step reads them (issue 26)
-_REJECTED_D, _SETS_D, _QA_D = Direct(_REJECTED), Direct(_SETS), Direct(_QA)
 
 
 class _Rejection(NamedTuple):
@@ -74,17 +73,17 @@ class _Question(NamedTuple):
 
 def _rows(conn: Connection, item_id: int, phase: int) -> list[_Rejection]:
     """The seed's rejections in ``phase``, oldest first."""
-    return [_Rejection(*r) for r in _REJECTED_D.rows(conn, {"item_id": item_id, "phase": phase})]
+    return [_Rejection(*r) for r in _REJECTED.rows(conn, {"item_id": item_id, "phase": phase})]
 
 
 def _sets(conn: Connection, item_id: int) -> dict[int, int]:
     """The seed's sets of wrong answers: attempt → the question it was written for."""
-    return {int(attempt): int(qa_id) for attempt, qa_id in _SETS_D.rows(conn, {"item_id": item_id})}
+    return {int(attempt): int(qa_id) for attempt, qa_id in _SETS.rows(conn, {"item_id": item_id})}
 
 
 def _qa(conn: Connection, qa_id: int) -> _Question | None:
     """(attempt, question, answer) of a question, or None."""
-    row = _QA_D.first(conn, {"qa_id": qa_id})
+    row = _QA.first(conn, {"qa_id": qa_id})
     return None if row is None else _Question(*row)
 
 
