@@ -144,6 +144,37 @@ class Replay:
         return getattr(self.inner, name)
 
 
+def _watch_write_lock(engine: Any) -> list[float]:
+    """The seconds each transaction that may write held SQLite's write lock: from its ``BEGIN IMMEDIATE``
+    (store/engine.py sends it in the engine's first ``begin`` listener; this one runs after it) to the end
+    of its commit or rollback. One writer at a time: their sum over the build's wall time is how busy the
+    one write lock was, the loop's ceiling that more threads cannot raise. Read-only transactions begin
+    deferred and take no write lock: not counted."""
+    from sqlalchemy import event
+
+    from playlisteval.store.engine import _READ_ONLY
+
+    held: list[float] = []
+    began: dict[int, float] = {}
+
+    @event.listens_for(engine, "begin")
+    def _began(conn: Any) -> None:
+        if not conn.get_execution_options().get(_READ_ONLY, False):
+            began[id(conn.connection.driver_connection)] = time.perf_counter()
+
+    dialect = engine.dialect
+    for name in ("do_commit", "do_rollback"):
+        def ended(dbapi_conn: Any, _end: Any = getattr(dialect, name)) -> None:
+            try:
+                _end(dbapi_conn)
+            finally:
+                start = began.pop(id(getattr(dbapi_conn, "driver_connection", dbapi_conn)), None)
+                if start is not None:
+                    held.append(time.perf_counter() - start)
+        setattr(dialect, name, ended)  # this engine's dialect only
+    return held
+
+
 def _build_once(project: Path, env: dict[str, str], seeds: int, ledger_rows: int, memo: dict[str, Any],
                 record: bool) -> dict[str, Any]:
     from playlisteval.actors.app import App
@@ -163,15 +194,21 @@ def _build_once(project: Path, env: dict[str, str], seeds: int, ledger_rows: int
     replay = Replay(registry.get("sim"), memo, record)
     registry.register("sim", replay)
     app = App(settings, engine=engine, runner=Runner(settings, engine, registry=registry))
+    held = _watch_write_lock(engine)
     cpu, wall = time.process_time(), time.perf_counter()
     build(settings, app=app)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    held_s = sum(held)
     events = int(_count(engine, "SELECT count(*) FROM item_event"))
     calls = int(_count(engine, "SELECT count(*) FROM model_call WHERE request_hash NOT LIKE 'old%'"))
     with engine.connect() as conn:
         states = {str(k): int(v) for k, v in conn.exec_driver_sql("SELECT state, count(*) FROM item GROUP BY state")}
     return {"transitions": events, "calls": calls, "s": round(wall, 3), "cpu_s": round(cpu, 3),
             "per_s": round(events / wall, 1), "cpu_ms_per_transition": round(1000 * cpu / max(events, 1), 1),
+            # the loop's two ceilings in this run: one core of CPU, and the one write lock (_watch_write_lock)
+            "cpu_pct_of_wall": round(100 * cpu / wall, 1), "write_transactions": len(held),
+            "write_held_ms_per_transition": round(1000 * held_s / max(events, 1), 2),
+            "write_held_pct_of_wall": round(100 * held_s / wall, 1),
             "threads": settings.broker.threads, "states": states, "replay_misses": replay.misses,
             "load": round(os.getloadavg()[0], 2)}
 
@@ -389,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
             figure = _run_child(tree, child_args, timeout_s=900)
             results.setdefault(name, {})[tree_name] = figure
             print(f"{name:14s} {tree_name}: {json.dumps(figure)}", flush=True)
+            if figure.get("write_held_ms_per_transition"):
+                print(f"{name:14s} {tree_name}: {ceilings(figure)}", flush=True)
         if name == "redis_few":  # this tree with dramatiq's default poll bound (1 s): what POLL_MS buys
             figure = _run_child(ROOT, [a.replace("{dir}", str(work / f"{name}-poll1000")) for a in template],
                                 timeout_s=900, poll_ms=1000)
@@ -414,6 +453,17 @@ def main(argv: list[str] | None = None) -> int:
 
 PER_S_MIN, GAP_MS_MAX, OVERHEAD_PCT_MAX = 100.0, 50.0, 2.0  # issue 13's goals for the step loop
 PER_S_GOAL = 200.0  # issue 26's: in one process on a quiet machine
+
+
+def ceilings(figure: dict[str, Any]) -> str:
+    """What bounds an in-process run: the process's CPU (the GIL lets one thread run Python at a time, so
+    about one core: 1000 / CPU ms a transition) and SQLite's one write lock (1000 / ms it was held a
+    transition). Threads raise neither; a figure near one of them is at that limit."""
+    core = 1000 / figure["cpu_ms_per_transition"]
+    lock = 1000 / figure["write_held_ms_per_transition"]
+    return (f"{figure['per_s']:.1f}/s against ceilings of one core {core:.0f}/s (CPU {figure['cpu_pct_of_wall']:.0f} % "
+            f"of wall) and the write lock {lock:.0f}/s (held {figure['write_held_pct_of_wall']:.0f} % of wall, "
+            f"{figure['write_transactions']} write transactions)")
 
 
 def goals(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
