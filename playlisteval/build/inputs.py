@@ -13,9 +13,11 @@ import hashlib
 import random
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
-from sqlalchemy import bindparam, or_
+from sqlalchemy import bindparam, func, or_
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import col, select
@@ -96,9 +98,41 @@ _SEGMENTS = Direct(sa_select(col(Segment.id), col(Segment.start), col(Segment.en
                              col(Video.playlist_id), col(Video.path), col(Video.index_report))
                    .join(Video, col(Video.id) == col(Segment.video_id))
                    .where(or_(col(Segment.id) == bindparam("first"), col(Segment.id) == bindparam("second"))))
-_OTHER_VIDEOS = Direct(sa_select(col(Video.id), col(Video.duration), col(Video.index_report)).where(
-    col(Video.playlist_id) == bindparam("playlist_id"), col(Video.id) != bindparam("video_id"),
-    col(Video.status) == "indexed").order_by(col(Video.id)))
+# the C2.1 windows' videos: the playlist's other indexed videos in id order, counted, and one read at a
+# position: a draw reads one row, not the playlist (issue 26: at 400 videos, reading them all was 4 % of a
+# step's CPU); ``a``/``b``: the videos left out (the clips' own, the same id twice when they share one)
+_OTHERS = (col(Video.playlist_id) == bindparam("playlist_id"), col(Video.id) != bindparam("a"),
+           col(Video.id) != bindparam("b"), col(Video.status) == "indexed")
+_OTHER_COUNT = Direct(sa_select(func.count()).select_from(Video).where(*_OTHERS))
+_OTHER_AT = Direct(sa_select(col(Video.id), col(Video.duration), col(Video.index_report)).where(*_OTHERS)
+                   .order_by(col(Video.id)).limit(1).offset(bindparam("at")))
+
+
+class _OtherVideos(Sequence[tuple[int, float, str]]):
+    """A playlist's indexed videos but ``left_out``, in id order, as a sequence ``random.choice`` can draw
+    from (its length, then one item): the same draw as from the list of them, reading two rows."""
+
+    def __init__(self, conn: Connection, playlist_id: int, left_out: tuple[int, int]) -> None:
+        self._conn, self._params = conn, {"playlist_id": playlist_id, "a": left_out[0], "b": left_out[1]}
+        row = _OTHER_COUNT.first(conn, self._params)
+        self._n = int(row[0]) if row else 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, at: int) -> tuple[int, float, str]: ...
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[tuple[int, float, str]]: ...
+
+    def __getitem__(self, at: int | slice) -> tuple[int, float, str] | Sequence[tuple[int, float, str]]:
+        if isinstance(at, slice) or not 0 <= at < self._n:
+            raise IndexError(at)
+        row = _OTHER_AT.first(self._conn, {**self._params, "at": at})
+        if row is None:  # a video left the playlist since the count (same transaction: cannot happen)
+            raise IndexError(at)
+        video_id, duration, report = row
+        return int(video_id or 0), float(duration or 0.0), str(report or "")
 
 
 def load_clips(engine: Engine, item_id: int) -> tuple[Clip, Clip]:
@@ -126,22 +160,18 @@ def transcript_windows(engine: Engine, clips: tuple[Clip, Clip], rng: random.Ran
     taken: set[tuple[int, float]] = set()
     with read_core(engine) as conn:
         for clip in clips:
-            reports: dict[int, str] = {}
-            others: list[tuple[int, float]] = []
-            for v, d, report in _OTHER_VIDEOS.rows(conn, {"playlist_id": clip.playlist_id,
-                                                          "video_id": clip.video_id}):
-                others.append((int(v or 0), float(d or 0.0)))
-                reports[int(v or 0)] = str(report or "")
-            preferred = [o for o in others if o[0] not in own_videos] or others
+            other = next((v for v in own_videos if v != clip.video_id), clip.video_id)
+            preferred = _OtherVideos(conn, clip.playlist_id, (clip.video_id, other))
+            if not preferred and other != clip.video_id:  # only the clips' videos: the other clip's will do
+                preferred = _OtherVideos(conn, clip.playlist_id, (clip.video_id, clip.video_id))
             if not preferred:
                 continue
-            video_id, duration = rng.choice(preferred)  # "a different video": one per clip
+            video_id, duration, report = rng.choice(preferred)  # "a different video": one per clip
             for _side in ("before", "after"):
                 starts = [k * chunk_s for k in range(int(max(duration - clip.length, 0) // chunk_s) + 1)]
                 free = [t for t in starts if (video_id, t) not in taken] or starts
                 start = rng.choice(free)
                 taken.add((video_id, start))
-                windows.append(format_lines(_transcript(conn, video_id, start, start + clip.length,
-                                                        reports[video_id])))
+                windows.append(format_lines(_transcript(conn, video_id, start, start + clip.length, report)))
     rng.shuffle(windows)  # shuffled so the relevant passages are not where they always are
     return windows

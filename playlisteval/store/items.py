@@ -13,9 +13,10 @@ holds and nothing touched for a while: their next message was lost (a Redis stal
 
 from __future__ import annotations
 
+import itertools
 import os
+import secrets
 import socket
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -83,10 +84,29 @@ _CLAIM = Direct(update(_ITEM)
                      _ITEM.c.failed_from, _ITEM.c.claims))
 
 
+class _Tokens:
+    """Lease tokens: this process's random part (48 bits, as a uuid4's first twelve hex digits were; new in a
+    forked child) and a counter, so no two claims of a process share one and the claim reads no randomness
+    from the kernel (``uuid4`` was ~1.5 % of a zero-latency step's CPU, issue 26)."""
+
+    def __init__(self) -> None:
+        self.renew()
+        os.register_at_fork(after_in_child=self.renew)
+
+    def renew(self) -> None:
+        self.prefix, self.count = secrets.token_hex(6), itertools.count()  # count(): atomic under the GIL
+
+    def next(self) -> str:
+        return f"{self.prefix}{next(self.count):x}"
+
+
+_TOKENS = _Tokens()
+
+
 def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float) -> Claim | None:
     """Take the item for one step, or return None when it moved on or someone else holds it. One
     ``UPDATE … RETURNING`` (SQLite ≥ 3.35, PostgreSQL): the compare-and-set and the read of what it took."""
-    token = f"{owner}/{uuid.uuid4().hex[:12]}"
+    token = f"{owner}/{_TOKENS.next()}"
     t = now()
     with engine.begin() as conn:
         row = _CLAIM.first(conn, {"item_id": item_id, "in_state": state.value, "t": t, "token": token,
