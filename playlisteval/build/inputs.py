@@ -129,8 +129,10 @@ class _OtherVideos(Sequence[tuple[int, float, str]]):
         if isinstance(at, slice) or not 0 <= at < self._n:
             raise IndexError(at)
         row = _OTHER_AT.first(self._conn, {**self._params, "at": at})
-        if row is None:  # a video left the playlist since the count (same transaction: cannot happen)
-            raise IndexError(at)
+        if row is None:  # PostgreSQL (read committed): a video left the playlist between the count and this read
+            row = _OTHER_AT.first(self._conn, {**self._params, "at": 0})  # still one of the others
+            if row is None:
+                raise IndexError(at)
         video_id, duration, report = row
         return int(video_id or 0), float(duration or 0.0), str(report or "")
 
