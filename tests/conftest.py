@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +87,18 @@ PG_ADMIN = os.environ.get("PLAYLISTEVAL_TEST_PG", "postgresql+psycopg://postgres
 def pg_url() -> Iterator[str]:
     """A throwaway database on the local PostgreSQL, dropped afterwards (required in CI, else skipped)."""
     yield from _pg_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A migrated store's engine, once on SQLite and once on PostgreSQL (the tests that read through both)."""
+    from playlisteval.store import make_engine, migrate
+
+    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else f"sqlite:///{tmp_path}/s.db"
+    made = make_engine(url)
+    migrate(made)
+    yield made
+    made.dispose()
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ through SQLAlchemy's ``Connection.execute``, on SQLite and PostgreSQL; what it c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.logs.redaction import MASK
 from playlisteval.models import ledger
-from playlisteval.store import make_engine, migrate
+from playlisteval.store import make_engine
 from playlisteval.store.direct import Direct
 from playlisteval.store.tables import Domain, Playlist, ResponseCache, Video
 from tests.test_redaction import PLAIN_KEY
@@ -22,13 +21,9 @@ _CACHE = ResponseCache.__table__  # type: ignore[attr-defined]
 _CACHED = select(_CACHE.c.response, _CACHE.c.created_at).where(_CACHE.c.request_hash == bindparam("key"))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else f"sqlite:///{tmp_path}/s.db"
-    made = make_engine(url)
-    migrate(made)
-    yield made
-    made.dispose()
+@pytest.fixture
+def engine(store_engine: Engine) -> Engine:
+    return store_engine  # conftest: a migrated store, on SQLite and on PostgreSQL
 
 
 def test_rows_and_values_are_those_sqlalchemy_gives(engine: Engine) -> None:

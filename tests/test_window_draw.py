@@ -5,24 +5,18 @@ clip's video when the playlist holds nothing else."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
 
 from playlisteval.build.inputs import _OtherVideos
-from playlisteval.store import make_engine, migrate, transaction
+from playlisteval.store import transaction
 from playlisteval.store.tables import Domain, Playlist, Video
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else f"sqlite:///{tmp_path}/s.db"
-    made = make_engine(url)
-    migrate(made)
-    yield made
-    made.dispose()
+@pytest.fixture
+def engine(store_engine: Engine) -> Engine:
+    return store_engine  # conftest: a migrated store, on SQLite and on PostgreSQL
 
 
 def _playlist(engine: Engine, statuses: list[str]) -> tuple[int, list[tuple[int, float, str, str]]]:
