@@ -154,12 +154,18 @@ def _watch_write_lock(engine: Any) -> list[float]:
 
     from playlisteval.store.engine import _READ_ONLY
 
+    try:  # a read on a connection kept per thread (store/kept.py) says so by a flag, not an option
+        from playlisteval.store.kept import deferred
+    except ImportError:  # a baseline from before it
+        def deferred() -> bool:
+            return False
+
     held: list[float] = []
     began: dict[int, float] = {}
 
     @event.listens_for(engine, "begin")
     def _began(conn: Any) -> None:
-        if not conn.get_execution_options().get(_READ_ONLY, False):
+        if not (deferred() or conn.get_execution_options().get(_READ_ONLY, False)):
             began[id(conn.connection.driver_connection)] = time.perf_counter()
 
     dialect = engine.dialect

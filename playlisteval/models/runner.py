@@ -49,7 +49,7 @@ from playlisteval.models.request import (
     stable_dump,
 )
 from playlisteval.prompts.schemas import SCHEMAS
-from playlisteval.store import spend_totals
+from playlisteval.store import kept, spend_totals
 from playlisteval.store.engine import read
 from playlisteval.store.tables import ModelCall, now
 
@@ -272,7 +272,7 @@ class Runner:
               estimate: float) -> ModelResponse | tuple[set[str], int | None]:
         """The cache look-up and the first try's reservation in one transaction: the cached answer, or
         (the repaired tries stored earlier, the reserved ledger row; None when try 0 is to be replayed)."""
-        with self.engine.begin() as s:  # a connection: no ORM session needed
+        with kept.begin(self.engine) as s:  # a connection: no ORM session needed
             _lock_request(s, key)
             answer, tried = ledger.lookup(s, key)
             hit = self._hit_in(s, key, spec, request, answer) if answer is not None else None
@@ -288,7 +288,7 @@ class Runner:
             return _tries_in(s.connection(), key)
 
     def _cached(self, key: str, spec: str, request: ModelRequest) -> ModelResponse | None:
-        with self.engine.begin() as s:
+        with kept.begin(self.engine) as s:
             return self._hit_in(s, key, spec, request)
 
     def _hit_in(self, s: Any, key: str, spec: str, request: ModelRequest,
@@ -311,7 +311,7 @@ class Runner:
     def _reserve(self, key: str, spec: str, request: ModelRequest, estimate: float, recheck: bool = True) -> int | None:
         """A ledger row for one try, within the budget; None if the answer was cached since we looked (a
         step taken over from a worker that was judged dead but finished its call: not asked twice)."""
-        with self.engine.begin() as s:
+        with kept.begin(self.engine) as s:
             _lock_request(s, key)
             if recheck and ledger.is_cached(s, key):
                 return None
@@ -341,7 +341,7 @@ class Runner:
     def _finish(
         self, call_id: int, status: str, usage: Usage, cost: float, started: float, error: str | None = None
     ) -> None:
-        with self.engine.begin() as s:
+        with kept.begin(self.engine) as s:
             ledger.finish(s, call_id, status, usage, cost, started, error)
 
     @staticmethod  # models/batch.py parses a batched reply with it: a problem's words become the repair note
@@ -365,7 +365,7 @@ class Runner:
             tool_calls=reply.tool_calls,
         )
         provider, model = split_spec(spec)
-        with self.engine.begin() as s:
+        with kept.begin(self.engine) as s:
             _lock_request(s, key)
             # the ledger row closes with the cache row: a kill between the two would leave an answer paid for
             # and not cached, and paid again

@@ -22,12 +22,13 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from playlisteval.errors import InfrastructureError, StoreError
+from playlisteval.store import kept
 from playlisteval.store.redacted import redact_writes
 
 if TYPE_CHECKING:  # the ORM (SQLModel's Session) loads with the first ORM transaction, not with the engine:
     from sqlmodel import Session  # `status` reads through Core only (issue 26: the ORM is a third of its start)
 
-_READ_ONLY = "playlisteval_read_only"  # an execution option: this connection's transaction only reads
+_READ_ONLY = kept.READ_ONLY  # an execution option: this connection's transaction only reads
 
 
 def is_sqlite(url: str) -> bool:
@@ -57,11 +58,12 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
 
         if database and database != ":memory:":
             _remember(engine, database)  # released while DuckDB's own SQLite reads the file (foreign_sqlite)
+            kept.keep(engine)  # a connection kept per thread for the short transactions (store/kept.py)
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
             # a read-only transaction (``read``) asks for a deferred BEGIN; anything else may write
-            deferred = conn.get_execution_options().get(_READ_ONLY, False)
+            deferred = kept.deferred() or conn.get_execution_options().get(_READ_ONLY, False)
             # on the driver's connection: every transaction begins here, and a statement through SQLAlchemy
             # costs more than the BEGIN itself (issue 26); an error is still SQLAlchemy's (a lock, a lost file)
             try:
@@ -114,12 +116,10 @@ def read(engine: Engine) -> Iterator[Session]:
 @contextmanager
 def read_core(engine: Engine) -> Iterator[Connection]:
     """``read`` without the ORM: a Core connection in one deferred, read-only transaction (rolled back at the
-    end). For the commands that only read a few counts (`status`): they never load the table classes."""
-    with engine.connect() as conn:
-        conn.execution_options(**{_READ_ONLY: True})
-        with conn.begin() as tx:
-            yield conn
-            tx.rollback()
+    end). For the commands that only read a few counts (`status`): they never load the table classes. On a
+    SQLite file, on the thread's kept connection (store/kept.py)."""
+    with kept.read(engine) as conn:
+        yield conn
 
 
 # --- one SQLite library per store file at a time -----------------------------------------------------------

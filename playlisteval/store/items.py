@@ -25,7 +25,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.store import outbox
+from playlisteval.store import kept, outbox
 from playlisteval.store.direct import Direct, Inserts
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import TERMINAL, WORKING, Event, Limits, Progress, State, advance
@@ -108,7 +108,7 @@ def claim(engine: Engine, item_id: int, state: State, owner: str, lease_s: float
     ``UPDATE … RETURNING`` (SQLite ≥ 3.35, PostgreSQL): the compare-and-set and the read of what it took."""
     token = f"{owner}/{_TOKENS.next()}"
     t = now()
-    with engine.begin() as conn:
+    with kept.begin(engine) as conn:
         row = _CLAIM.first(conn, {"item_id": item_id, "in_state": state.value, "t": t, "token": token,
                                          "until": t + lease_s})
     if row is None:
@@ -151,7 +151,7 @@ def commit(
     token), the stage's rows inserted in that transaction (``write`` gets a ``direct.Inserts`` and the item
     as a detached row: what it sets on it is stored with the move), the move, its ``item_event`` row and,
     into a working state, its outbox row; every statement on the driver's cursor (store/direct.py)."""
-    with engine.begin() as conn:
+    with kept.begin(engine) as conn:
         row = _HELD.first(conn, {"item_id": c.item_id})
         if row is None:
             return None

@@ -19,6 +19,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
+from playlisteval.store import kept
 from playlisteval.store.direct import Direct
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import State
@@ -51,7 +52,7 @@ def put(s: Session | Connection, item_id: int, state: State) -> None:
 
 def sent(engine: Engine, item_id: int, state: State) -> None:
     """The message for ``state`` is with the broker: forget it (a row a later commit wrote is kept)."""
-    with engine.begin() as conn:
+    with kept.begin(engine) as conn:
         _SENT.count(conn, {"item_id": item_id, "state": state.value})
 
 
