@@ -52,7 +52,7 @@ class _Slot:
         self.thread = weakref.ref(thread)
         self.conn: Connection | None = None
         self.busy = self.discard = False
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # re-entrant, as the keeper's (a finalizer may close it on any thread)
 
     def close(self, *, invalidate: bool) -> None:
         """Close the connection now, or when its transaction ends (``invalidate``: close the driver's
@@ -67,6 +67,8 @@ class _Slot:
 
 
 def _close(conn: Connection, *, invalidate: bool) -> None:
+    if conn.closed:  # closed already (by a finalizer that ran in between)
+        return
     if invalidate:
         conn.invalidate()  # the driver's connection closed now: a disposed pool would keep it open
     conn.close()
@@ -76,7 +78,9 @@ class _Keeper:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.slots: dict[int, _Slot] = {}  # thread ident -> its slot
-        self.lock = threading.Lock()
+        # re-entrant: a thread's end is noticed by a finalizer (_forget), which the collector may run on any
+        # thread at any allocation, this lock's holder included
+        self.lock = threading.RLock()
 
     def slot(self) -> _Slot | None:
         ident = threading.get_ident()
