@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -35,19 +36,33 @@ def start(engine: Engine, database: str) -> threading.Thread:
     return thread
 
 
+WARN_AFTER = 150  # failed ticks in a row (30 s) before a warning: the WAL grows while none succeeds
+
+
 def _run(ref: weakref.ref[Engine], wal: Path) -> None:
     last: tuple[int, int] | None = None
-    stopped = threading.Event()  # never set: a sleep that is not busy-waiting
-    while not stopped.wait(INTERVAL_S):
+    failed = 0
+    while True:
+        time.sleep(INTERVAL_S)
         engine = ref()
         if engine is None:
             return
-        last = _tick(engine, wal, last)
+        marked = _tick(engine, wal, last)
         del engine  # not held while asleep: the engine goes when its last user lets it go
+        if marked is _FAILED:
+            failed += 1
+            if failed == WARN_AFTER:
+                log.warning("store.checkpoints_failing", wal=str(wal), ticks=failed)
+            continue
+        failed, last = 0, marked
+
+
+_FAILED = (-1, -1)
 
 
 def _tick(engine: Engine, wal: Path, last: tuple[int, int] | None) -> tuple[int, int] | None:
-    """One checkpoint if the WAL changed since ``last`` (its mtime and size then); what to compare next."""
+    """One checkpoint if the WAL changed since ``last`` (its mtime and size then); what to compare next, or
+    ``_FAILED``."""
     try:
         stat = os.stat(wal)
     except OSError:  # no WAL yet (or deleted by the last connection's close)
@@ -61,5 +76,5 @@ def _tick(engine: Engine, wal: Path, last: tuple[int, int] | None) -> tuple[int,
             driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()  # type: ignore[union-attr]
     except Exception as exc:  # tried again at the next tick; a commit never depends on it
         log.debug("store.checkpoint_skipped", wal=str(wal), error=str(exc)[:200])
-        return last
+        return _FAILED
     return mark

@@ -45,7 +45,7 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
             connect_args={"timeout": busy_timeout_s, "check_same_thread": False},
             poolclass=NullPool if database in (None, "", ":memory:") else None,
         )
-        background_checkpoints = bool(database and database != ":memory:")
+        on_file = bool(database and database != ":memory:")
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -55,11 +55,11 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
             cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
-            if background_checkpoints:  # not in the commits: on a thread of its own (store/checkpoint.py)
+            if on_file:  # not in the commits: on a thread of its own (store/checkpoint.py)
                 cur.execute("PRAGMA wal_autocheckpoint=0")
             cur.close()
 
-        if database and database != ":memory:":
+        if on_file and database:  # (database: for the type checker)
             _remember(engine, database)  # released while DuckDB's own SQLite reads the file (foreign_sqlite)
             kept.keep(engine)  # a connection kept per thread for the short transactions (store/kept.py)
             checkpoint.start(engine, database)

@@ -75,8 +75,7 @@ def _close(conn: Connection, *, invalidate: bool) -> None:
 
 
 class _Keeper:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self) -> None:
         self.slots: dict[int, _Slot] = {}  # thread ident -> its slot
         # re-entrant: a thread's end is noticed by a finalizer (_forget), which the collector may run on any
         # thread at any allocation, this lock's holder included
@@ -125,7 +124,7 @@ def _forget(keeper: weakref.ref[_Keeper], ident: int, slot: weakref.ref[_Slot]) 
 
 def keep(engine: Engine) -> None:
     """Let ``begin`` and ``read`` keep a connection per thread for this engine (a SQLite file's)."""
-    keeper = _Keeper(engine)
+    keeper = _Keeper()
     setattr(engine, _ATTR, keeper)
 
     @event.listens_for(engine, "engine_disposed")
