@@ -7,9 +7,12 @@ connections turn it off (``PRAGMA wal_autocheckpoint=0``, store/engine.py) and t
 checkpoint every ``INTERVAL_S`` when the WAL was written since its last one: it takes no lock that writers or
 readers wait for, and the sqlite3 module lets go of the GIL while it copies and syncs.
 
-It checkpoints through a pooled connection of the engine, so ``foreign_sqlite`` (store/engine.py) refuses,
-or bars it, as any other; a checkpoint that cannot run now (the file handed to DuckDB, a lock) is tried at
-the next tick. It holds the engine weakly and ends when the engine is gone.
+It checkpoints through a pooled connection of the engine, held only inside ``none_running``'s lock:
+``foreign_sqlite`` (store/engine.py) takes that lock before it hands the file to DuckDB, so a checkpoint in
+flight is waited for (milliseconds) rather than counted as a connection in use (which made a report fall
+back to the slow loader by chance, CI of 5089d2b), and none starts while DuckDB has the file. A checkpoint
+that cannot run now (a lock, an error) is tried at the next tick. It holds the engine weakly and ends when
+the engine is gone.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -26,11 +32,20 @@ from playlisteval.logs import get_logger
 
 INTERVAL_S = 0.2  # at ~1,400 commits/s, ~300 commits a checkpoint: a few MB of WAL at most between two
 log = get_logger(__name__)
+_RUNNING = threading.Lock()  # held across every checkpoint's use of a connection, of every file
 
 
-def start(engine: Engine, database: str) -> threading.Thread:
-    """Checkpoint ``database`` (the engine's file) in the background while the engine lives."""
-    thread = threading.Thread(target=_run, args=(weakref.ref(engine), Path(f"{database}-wal")),
+@contextmanager
+def none_running() -> Iterator[None]:
+    """No checkpoint of this process holds a connection inside; one that does now is waited for."""
+    with _RUNNING:
+        yield
+
+
+def start(engine: Engine, database: str, barred: Callable[[], bool]) -> threading.Thread:
+    """Checkpoint ``database`` (the engine's file) in the background while the engine lives; none while
+    ``barred()`` (the file is another library's now) — skipped, not failed."""
+    thread = threading.Thread(target=_run, args=(weakref.ref(engine), Path(f"{database}-wal"), barred),
                               name="playlisteval-wal-checkpoint", daemon=True)
     thread.start()
     return thread
@@ -39,7 +54,7 @@ def start(engine: Engine, database: str) -> threading.Thread:
 WARN_AFTER = 150  # failed ticks in a row (30 s) before a warning: the WAL grows while none succeeds
 
 
-def _run(ref: weakref.ref[Engine], wal: Path) -> None:
+def _run(ref: weakref.ref[Engine], wal: Path, barred: Callable[[], bool]) -> None:
     last: tuple[int, int] | None = None
     failed = 0
     while True:
@@ -47,7 +62,7 @@ def _run(ref: weakref.ref[Engine], wal: Path) -> None:
         engine = ref()
         if engine is None:
             return
-        marked = _tick(engine, wal, last)
+        marked = _tick(engine, wal, last, barred)
         del engine  # not held while asleep: the engine goes when its last user lets it go
         if marked is _FAILED:
             failed += 1
@@ -60,7 +75,8 @@ def _run(ref: weakref.ref[Engine], wal: Path) -> None:
 _FAILED = (-1, -1)
 
 
-def _tick(engine: Engine, wal: Path, last: tuple[int, int] | None) -> tuple[int, int] | None:
+def _tick(engine: Engine, wal: Path, last: tuple[int, int] | None,
+          barred: Callable[[], bool]) -> tuple[int, int] | None:
     """One checkpoint if the WAL changed since ``last`` (its mtime and size then); what to compare next, or
     ``_FAILED``."""
     try:
@@ -70,11 +86,17 @@ def _tick(engine: Engine, wal: Path, last: tuple[int, int] | None) -> tuple[int,
     mark = (stat.st_mtime_ns, stat.st_size)
     if mark == last:
         return last
-    try:
-        with engine.connect() as conn:
-            driver = conn.connection.driver_connection
-            driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()  # type: ignore[union-attr]
-    except Exception as exc:  # tried again at the next tick; a commit never depends on it
-        log.debug("store.checkpoint_skipped", wal=str(wal), error=str(exc)[:200])
-        return _FAILED
+    with _RUNNING:
+        if barred():  # DuckDB reads the file: tried again after it is done
+            return last
+        try:
+            with engine.connect() as conn:
+                _checkpoint(conn.connection.driver_connection)
+        except Exception as exc:  # tried again at the next tick; a commit never depends on it
+            log.debug("store.checkpoint_skipped", wal=str(wal), error=str(exc)[:200])
+            return _FAILED
     return mark
+
+
+def _checkpoint(driver: Any) -> None:
+    driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()

@@ -9,11 +9,13 @@ never queue behind writers (issue 13: IMMEDIATE reads made a lock convoy). Postg
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +64,7 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
         if on_file and database:  # (database: for the type checker)
             _remember(engine, database)  # released while DuckDB's own SQLite reads the file (foreign_sqlite)
             kept.keep(engine)  # a connection kept per thread for the short transactions (store/kept.py)
-            checkpoint.start(engine, database)
+            checkpoint.start(engine, database, barred=partial(operator.contains, _FOREIGN, _file_key(database)))
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
@@ -205,7 +207,7 @@ def foreign_sqlite(path: str | Path) -> Iterator[None]:
     must close the file by the end): Python's connections to it are closed first, and none may be opened
     or checked out inside (SqliteFileBusy). One still in use on entry: SqliteFileBusy, nothing handed over."""
     key = _file_key(path)
-    with _LOCK:
+    with checkpoint.none_running(), _LOCK:  # a checkpoint in flight is waited for, not counted as in use
         _FOREIGN[key] = _FOREIGN.get(key, 0) + 1  # first: no new connection between the check and the attach
     try:
         in_use = release_sqlite_file(key)
