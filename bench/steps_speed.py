@@ -497,6 +497,11 @@ def goals(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
 def _child(argv: list[str]) -> int:
     kind, folder = argv[0], Path(argv[1])
     folder.mkdir(parents=True, exist_ok=True)
+    from playlisteval import logs
+
+    # as `playlisteval build` sets it at its default verbosity: warnings only (a step's info line is -v);
+    # unset, structlog prints every level, and a line per step was ~7 % of the loop's CPU here
+    logs.configure(0)
     if kind == "inproc":
         out = child_inproc(folder, int(argv[2]), int(argv[3]), float(argv[4]), int(argv[5]) if len(argv) > 5 else 0)
     else:

@@ -9,6 +9,7 @@ from playlisteval.errors import CheckerFault
 from playlisteval.store import direct
 from playlisteval.store.direct import Inserts
 from playlisteval.store.engine import read_core
+from playlisteval.store.items import HeldItem
 from playlisteval.store.states import Event
 from playlisteval.store.tables import QA, DistractorSet, Item
 
@@ -39,7 +40,7 @@ def run(ctx: StepContext) -> StepResult:
     rows = gate_rows(ctx.item_id, 2, dset.attempt, ran, dset.payload or {})
     last = ran[-1]
 
-    def write(s: Inserts, item: Item) -> None:
+    def write(s: Inserts, item: HeldItem) -> None:
         s.add_all(rows)
 
     return StepResult(Event.PASSED if last.passed else Event.REJECTED, write, last.reason)

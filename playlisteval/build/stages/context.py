@@ -17,9 +17,9 @@ from playlisteval.models.request import ModelResponse
 from playlisteval.models.runner import Runner
 from playlisteval.prompts.render import prompts_dir_of
 from playlisteval.store.direct import Inserts
-from playlisteval.store.items import Writer
+from playlisteval.store.items import HeldItem, Writer
 from playlisteval.store.states import Event, Progress
-from playlisteval.store.tables import GateResult, Item
+from playlisteval.store.tables import GateResult
 
 
 @dataclass
@@ -75,7 +75,7 @@ def unusable_output(
     verdict.call_ids = [response.call_id] if response.call_id else []
     rows = gate_rows(item_id, phase, attempt, [verdict], payload)
 
-    def write(s: Inserts, item: Item) -> None:
+    def write(s: Inserts, item: HeldItem) -> None:
         s.add(candidate)
         s.add_all(rows)
 

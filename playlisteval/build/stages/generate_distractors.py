@@ -19,6 +19,7 @@ from playlisteval.prompts.render import render
 from playlisteval.store import direct
 from playlisteval.store.direct import Inserts
 from playlisteval.store.engine import read_core
+from playlisteval.store.items import HeldItem
 from playlisteval.store.states import Event
 from playlisteval.store.tables import QA, Answer, DistractorSet, Item
 
@@ -76,7 +77,7 @@ def run(ctx: StepContext) -> StepResult:
     if response.malformed:
         return unusable_output(ctx.item_id, 2, attempt, "D2", response, payload, dset)
 
-    def write(s: Inserts, item: Item) -> None:
+    def write(s: Inserts, item: HeldItem) -> None:
         s.add(dset)
         s.flush()
         assert dset.id is not None

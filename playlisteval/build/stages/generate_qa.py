@@ -16,8 +16,9 @@ from playlisteval.build.stages.inputs import Clip, load_clips, mmss
 from playlisteval.models.request import ModelRequest, TextPart, VideoPart
 from playlisteval.prompts.render import render
 from playlisteval.store.direct import Inserts
+from playlisteval.store.items import HeldItem
 from playlisteval.store.states import Event
-from playlisteval.store.tables import QA, Item
+from playlisteval.store.tables import QA
 
 
 def generator_clips(ctx: StepContext, clips: tuple[Clip, Clip]) -> list[VideoPart]:
@@ -62,7 +63,7 @@ def run(ctx: StepContext) -> StepResult:
     if response.malformed:
         return unusable_output(ctx.item_id, 1, attempt, "C1", response, payload, qa)
 
-    def write(s: Inserts, item: Item) -> None:
+    def write(s: Inserts, item: HeldItem) -> None:
         s.add(qa)
         s.flush()
         item.current_qa_id = qa.id
