@@ -34,14 +34,10 @@ from playlisteval.store.tables import Item, ItemEvent, Seed, now
 
 @dataclass(slots=True)
 class HeldItem:
-    """The item as a step's writer sees it inside its commit: what it may read, and the two pointers it may
-    move (stored with the move). Not the table class: building an ``Item`` (SQLAlchemy's instance state) for
-    every commit was ~2 % of a step's CPU (issue 26)."""
+    """The item as a step's writer sees it inside its commit: the two pointers it may move (stored with the
+    move). Not the table class: building an ``Item`` (SQLAlchemy's instance state) for every commit was ~2 %
+    of a step's CPU (issue 26)."""
 
-    id: int
-    seed_id: int
-    state: str
-    version: int
     current_qa_id: int | None
     current_set_id: int | None
 
@@ -139,7 +135,7 @@ _EVENT = ItemEvent.__table__  # type: ignore[attr-defined]
 #: and the outbox row's autoflush cost about a third of a step's CPU with a zero-latency model; issue 26: through
 #: SQLAlchemy's per-statement path, the commit was still the step's largest share of it)
 _HELD = Direct(sa_select(_ITEM.c.state, _ITEM.c.lease_owner, _ITEM.c.phase1_attempts, _ITEM.c.phase2_attempts,
-                _ITEM.c.phase2_on_question, _ITEM.c.failed_from, _ITEM.c.version, _ITEM.c.seed_id,
+                _ITEM.c.phase2_on_question, _ITEM.c.failed_from, _ITEM.c.version,
                 _ITEM.c.current_qa_id, _ITEM.c.current_set_id)
          .where(_ITEM.c.id == bindparam("item_id")).with_for_update())
 _MOVE = Direct(update(_ITEM).where(_ITEM.c.id == bindparam("item_id"))
@@ -170,15 +166,14 @@ def commit(
         row = _HELD.first(conn, {"item_id": c.item_id})
         if row is None:
             return None
-        state, lease_owner, p1, p2, on_question, failed_from, held_version, seed_id, qa_id, set_id = row
+        state, lease_owner, p1, p2, on_question, failed_from, held_version, qa_id, set_id = row
         if state != c.state.value or lease_owner != c.token:
             return None
         before = Progress(state=State(state), phase1_attempts=p1, phase2_attempts=p2, phase2_on_question=on_question,
                           failed_from=State(failed_from) if failed_from else None)
         after = advance(before, event, limits)
         if write is not None:
-            item = HeldItem(id=c.item_id, seed_id=seed_id, state=state, version=held_version,
-                            current_qa_id=qa_id, current_set_id=set_id)
+            item = HeldItem(current_qa_id=qa_id, current_set_id=set_id)
             rows = Inserts(conn)  # in this transaction, on the driver's cursor (store/direct.py)
             write(rows, item)
             rows.flush()
