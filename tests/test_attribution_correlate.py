@@ -125,3 +125,21 @@ def test_the_report_has_the_attribution_figure_and_the_correlation_scatter(selec
     assert svg.count("<circle") == 3 and "Pearson r =" in svg
     assert "n = 3 judges" in after.note and "<b>evil</b>" in after.note  # named; the page escapes notes
     assert "<b>" not in svg
+
+
+def test_hops_read_once_for_every_pair_classify_as_hops_read_per_run(selected: Path, tmp_path: Path) -> None:
+    """The report reads the questions' hops once for all its runs (HopSource.for_every_pair); each run's
+    attribution must be what reading them for that run's losses alone gives."""
+    from playlisteval.analytics.attribution import HopSource, attribute
+    from playlisteval.store import transaction
+
+    settings = copy_of(selected, tmp_path / "p")
+    runs = [r["run_id"] for r in (json_lines(cli(settings, "eval", "judge", "--judge", judge, "--json"))[0]
+                                  for judge in ("sim/judge", "sim/reward"))]
+    engine = open_store(settings)
+    with transaction(engine) as s:
+        source = HopSource.for_every_pair(s)
+    for run in runs:
+        alone = attribute(engine, run, seed=5)
+        assert alone.failed > 0
+        assert attribute(engine, run, seed=5, source=source).as_json() == alone.as_json()

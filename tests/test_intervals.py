@@ -136,3 +136,24 @@ def test_excludes_and_as_dict() -> None:
     assert iv.excludes(0.5) and not iv.excludes(0.6) and not iv.excludes(0.75)
     assert iv.as_dict() == {"estimate": 0.7, "low": 0.6, "high": 0.8, "n": 100, "clusters": 50, "level": 0.95,
                             "p_value": 0.01, "null": 0.5}
+
+
+def test_integer_codes_number_clusters_as_labels_do_and_give_the_same_intervals() -> None:
+    """Codes made once by a caller (trust's judge-vs-judge table, attribution) take numpy's path in
+    cluster_codes; the partition, its numbering and every number computed from it equal the labels'."""
+    rng = np.random.default_rng(7)
+    names = [f"q{i}" for i in rng.permutation(40)]
+    labels = [names[i] for i in rng.integers(0, 40, 300)]
+    codes = np.array([int(name[1:]) * 7 + 3 for name in labels], dtype=np.int64)  # another naming, same partition
+    assert intervals.cluster_codes(codes).tolist() == intervals.cluster_codes(labels).tolist()
+    assert intervals.cluster_codes(codes).tolist()[:1] == [0]
+    values = rng.choice([0.0, 0.5, 1.0], 300)
+    other = rng.choice([0.0, 1.0], 300)
+    for null in (None, 0.5):
+        assert (bootstrap_mean(values, codes, seed=3, null=null).as_dict()
+                == bootstrap_mean(values, labels, seed=3, null=null).as_dict())
+    assert (bootstrap_difference(values, other, codes, seed=3).as_dict()
+            == bootstrap_difference(values, other, labels, seed=3).as_dict())
+    assert intervals.cluster_codes(np.zeros(0, dtype=np.int64)).tolist() == []
+    with pytest.raises(ValueError, match="cluster labels"):
+        cluster_sums([1.0, 2.0], np.array([1], dtype=np.int64))

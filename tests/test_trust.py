@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from playlisteval.analytics import power
-from playlisteval.analytics.intervals import sign_flip_p
+from playlisteval.analytics.intervals import bootstrap_difference, sign_flip_p
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.trust import paired_table, position_figures, power_figures
 from playlisteval.analytics.trust_data import Observations, Run
@@ -55,6 +55,27 @@ def test_paired_table_matches_a_direct_computation_and_holm_by_hand() -> None:
     expected = np.maximum.accumulate(np.minimum(1, (3 - np.arange(3)) * np.array(raw)[order]))
     assert [table["rows"][i]["p_holm"] for i in order] == expected.tolist()
     assert table["m"] == 3 and "Holm" in table["method"]
+
+
+def test_paired_table_on_arrays_equals_the_same_statistics_on_lists_and_labels() -> None:
+    """The table takes each run's scores as arrays and the clusters as integer codes; every number must be
+    what the statistics give on the lists and string labels (pairs judged by one judge only left out)."""
+    rng = np.random.default_rng(8)
+    judges = {name: rng.choice([0.0, 0.5, 1.0], 90).tolist() for name in ("a", "b", "c")}
+    obs = observations(judges, per_question=4)
+    del obs.scores[2][5], obs.scores[3][17], obs.scores[3][40]  # b and c each miss pairs
+    table = paired_table(obs, "retrieved", BOOT)
+    for row in table["rows"]:
+        sa, sb = obs.scores[row["run_a"]], obs.scores[row["run_b"]]
+        pairs = sorted(set(sa) & set(sb))
+        xa, xb = [sa[p] for p in pairs], [sb[p] for p in pairs]
+        labels = [obs.units[p]["question"] for p in pairs]
+        want = bootstrap_difference(xa, xb, labels, seed=BOOT.seed, resamples=BOOT.resamples).as_dict()
+        assert row["pairs"] == len(pairs) and {k: row["difference"][k] for k in want} == want
+        d = [x - y for x, y in zip(xa, xb, strict=True)]
+        unit = power.paired_power(d, {"question": labels})["units"]["question"]
+        assert row["mde"] == unit["mde"]
+    assert obs.codes([17, 0, 4], "video").tolist() == [2, 0, 0]  # pair 17 is in v2; 0 and 4 in v0
 
 
 def test_power_figures_give_an_mde_per_unit_equal_to_the_formula() -> None:

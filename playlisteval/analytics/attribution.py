@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
@@ -103,48 +104,76 @@ class _Loss(NamedTuple):
     worse_rating: int
 
 
-def _hops(s: Any, run_id: int, pairs: Sequence[_Loss]) -> dict[int, tuple[str, list[Hop | None]]]:
-    """item → (gold answer, [hop 1, hop 2]); a hop is None when the gold answer cites nothing in it.
+class HopSource:
+    """The gold answers, seeds, segments and chunks that cited hops are computed from, read once and then
+    asked per (item, answer set). A report reads it for every pair's item and shares it across all its
+    runs: read per run, the same rows were most of the attribution section's time (issue 26)."""
 
-    The rows are found by joins and subqueries on the run's losses, never by a list of ids: at 100k
-    items an ``IN (?, ?, …)`` of every losing pair is over SQLite's variable limit (issue 26)."""
-    lost_items = select(Pair.item_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(_loss_filter(run_id))
-    lost_sets = select(Pair.set_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(_loss_filter(run_id))
-    answers = {int(d): str(a or "") for d, a in s.exec(
-        select(DistractorSet.id, QA.answer).join(QA, col(QA.id) == col(DistractorSet.qa_id))
-        .where(col(DistractorSet.id).in_(lost_sets))).all()}
-    seeds = {int(i): (int(a), int(b)) for i, a, b in s.exec(
-        select(Item.id, Seed.segment1_id, Seed.segment2_id).join(Seed, col(Seed.id) == col(Item.seed_id))
-        .where(col(Item.id).in_(lost_items))).all()}
-    seed_of = select(Item.seed_id).where(col(Item.id).in_(lost_items))
-    wanted = (col(Segment.id).in_(select(Seed.segment1_id).where(col(Seed.id).in_(seed_of)))
-              | col(Segment.id).in_(select(Seed.segment2_id).where(col(Seed.id).in_(seed_of))))
-    segments = {int(g): (int(v), float(a)) for g, v, a in s.exec(
-        select(Segment.id, Segment.video_id, Segment.start).where(wanted)).all()}
-    by_video: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
-    for cid, vid, a, b in s.exec(select(Chunk.id, Chunk.video_id, Chunk.start, Chunk.end).where(
-            col(Chunk.video_id).in_(select(Segment.video_id).where(wanted)))).all():
-        by_video[int(vid)].append((float(a), float(b), int(cid)))
-    longest = {v: max(b - a for a, b, _ in rows) for v, rows in by_video.items()}
-    for rows in by_video.values():
-        rows.sort()
+    def __init__(self, s: Any, items: Any, sets: Any) -> None:
+        """``items`` / ``sets``: subqueries of the item and answer-set ids to read for. They are joins and
+        subqueries, never lists of ids: at 100k items an ``IN (?, ?, …)`` is over SQLite's variable limit."""
+        self.answers = {int(d): str(a or "") for d, a in s.exec(
+            select(DistractorSet.id, QA.answer).join(QA, col(QA.id) == col(DistractorSet.qa_id))
+            .where(col(DistractorSet.id).in_(sets))).all()}
+        self.seeds = {int(i): (int(a), int(b)) for i, a, b in s.exec(
+            select(Item.id, Seed.segment1_id, Seed.segment2_id).join(Seed, col(Seed.id) == col(Item.seed_id))
+            .where(col(Item.id).in_(items))).all()}
+        seed_of = select(Item.seed_id).where(col(Item.id).in_(items))
+        wanted = (col(Segment.id).in_(select(Seed.segment1_id).where(col(Seed.id).in_(seed_of)))
+                  | col(Segment.id).in_(select(Seed.segment2_id).where(col(Seed.id).in_(seed_of))))
+        self.segments = {int(g): (int(v), float(a)) for g, v, a in s.exec(
+            select(Segment.id, Segment.video_id, Segment.start).where(wanted)).all()}
+        by_video: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+        for cid, vid, a, b in s.exec(select(Chunk.id, Chunk.video_id, Chunk.start, Chunk.end).where(
+                col(Chunk.video_id).in_(select(Segment.video_id).where(wanted)))).all():
+            by_video[int(vid)].append((float(a), float(b), int(cid)))
+        self.longest = {v: max(b - a for a, b, _ in rows) for v, rows in by_video.items()}
+        for rows in by_video.values():
+            rows.sort()
+        self.by_video = by_video
+        self._made: dict[tuple[int, int], tuple[str, list[Hop | None]]] = {}
+
+    @classmethod
+    def for_run(cls, s: Any, run_id: int) -> HopSource:
+        """Only what the run's losses need (one run: `eval attribute RUN`)."""
+        lost = select(Pair.item_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(_loss_filter(run_id))
+        lost_sets = select(Pair.set_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(
+            _loss_filter(run_id))
+        return cls(s, lost, lost_sets)
+
+    @classmethod
+    def for_every_pair(cls, s: Any) -> HopSource:
+        """What any run's losses can need: every item with a pair, every answer set a pair is drawn from."""
+        return cls(s, select(Pair.item_id), select(Pair.set_id))
+
+    def hops(self, item_id: int, set_id: int) -> tuple[str, list[Hop | None]]:
+        """(gold answer, [hop 1, hop 2]) of a question; a hop is None when the gold answer cites nothing
+        in it."""
+        key = (item_id, set_id)
+        if key not in self._made:
+            answer = self.answers.get(set_id, "")
+            cited = parse_citations(answer).citations
+            hops: list[Hop | None] = []
+            for clip, segment_id in zip((1, 2), self.seeds.get(item_id, (0, 0)), strict=True):
+                segment = self.segments.get(segment_id)
+                ranges = [(segment[1] + c.start, segment[1] + c.end) for c in cited if c.clip == clip] \
+                    if segment else []
+                if segment is None or not ranges:
+                    hops.append(None)
+                    continue
+                video = segment[0]
+                hops.append(Hop(video, ranges, _touched(self.by_video.get(video, []), self.longest.get(video, 0.0),
+                                                        ranges)))
+            self._made[key] = (answer, hops)
+        return self._made[key]
+
+
+def _hops(source: HopSource, pairs: Sequence[_Loss]) -> dict[int, tuple[str, list[Hop | None]]]:
+    """item → (gold answer, [hop 1, hop 2]), from the answer set of the item's first loss."""
     out: dict[int, tuple[str, list[Hop | None]]] = {}
     for pair in pairs:
-        if pair.item_id in out:
-            continue
-        answer = answers.get(pair.set_id, "")
-        cited = parse_citations(answer).citations
-        hops: list[Hop | None] = []
-        for clip, segment_id in zip((1, 2), seeds.get(pair.item_id, (0, 0)), strict=True):
-            segment = segments.get(segment_id)
-            ranges = [(segment[1] + c.start, segment[1] + c.end) for c in cited if c.clip == clip] \
-                if segment else []
-            if segment is None or not ranges:
-                hops.append(None)
-                continue
-            video = segment[0]
-            hops.append(Hop(video, ranges, _touched(by_video.get(video, []), longest.get(video, 0.0), ranges)))
-        out[pair.item_id] = (answer, hops)
+        if pair.item_id not in out:
+            out[pair.item_id] = source.hops(pair.item_id, pair.set_id)
     return out
 
 
@@ -165,8 +194,9 @@ def category_of(outcome: str, score: float, hops: list[Hop | None], record: dict
     return SERVED_WRONG
 
 
-def attribute(engine: Engine, run_id: int, *, seed: int) -> Attribution:
-    """Classify every wrong or no-verdict judgment of run ``run_id``."""
+def attribute(engine: Engine, run_id: int, *, seed: int, source: HopSource | None = None) -> Attribution:
+    """Classify every wrong or no-verdict judgment of run ``run_id``; ``source``: hops read for many runs
+    (``HopSource.for_every_pair``), else read for this run's losses."""
     with transaction(engine) as s:
         run = s.get(JudgeRun, run_id)
         if run is None:
@@ -179,7 +209,7 @@ def attribute(engine: Engine, run_id: int, *, seed: int) -> Attribution:
                                            Pair.worse_rating)))
             .join(Pair, col(Pair.id) == col(Judgment.pair_id))
             .where(_loss_filter(run_id)).order_by(col(Judgment.pair_id))).all()]
-        hops = _hops(s, run_id, losses)
+        hops = _hops(source if source is not None else HopSource.for_run(s, run_id), losses)
         out = Attribution(run_id, run.judge, run.evidence, run.scope, judged=judged)
     labels: list[str] = []
     clusters: list[int] = []
@@ -199,7 +229,8 @@ def attribute(engine: Engine, run_id: int, *, seed: int) -> Attribution:
     counts = Counter(labels)
     out.counts = {c: int(counts.get(c, 0)) for c in CATEGORIES}
     out.examples = examples
+    items = np.asarray(clusters, dtype=np.int64)  # numbered once for the five shares (intervals.cluster_codes)
     for c in CATEGORIES:
-        out.shares[c] = (bootstrap_mean([1.0 if x == c else 0.0 for x in labels], clusters, seed=seed)
+        out.shares[c] = (bootstrap_mean([1.0 if x == c else 0.0 for x in labels], items, seed=seed)
                          if labels else None)
     return out

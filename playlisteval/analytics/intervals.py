@@ -37,6 +37,10 @@ EXACT_SIGN_FLIPS_MAX = 16  # 2^16 sign vectors enumerated at most; more clusters
 _CELLS_PER_CHUNK = 4_000_000  # drawn cluster indices drawn at once (bounded memory with many clusters)
 
 
+#: One cluster label per observation: any hashable values, or integer codes in an array (numbered faster).
+Labels = Sequence[Hashable] | NDArray[Any]
+
+
 @dataclass(frozen=True)
 class Interval:
     """A rate with its percentile interval; ``low``/``high`` are None with fewer than two clusters
@@ -72,7 +76,26 @@ def _rng(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) % 2**63, stream])
 
 
-def cluster_sums(values: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any] | None = None
+def cluster_codes(clusters: Labels) -> NDArray[np.int64]:
+    """Each observation's cluster as a number, the clusters numbered in the order they first appear.
+
+    Integer labels in an array (codes a caller made once for many rates) are numbered with numpy; any other
+    labels through a dict. Both give the same numbers for the same partition, so nothing computed from
+    them depends on which way was taken."""
+    if isinstance(clusters, np.ndarray) and clusters.dtype.kind in "iub":
+        flat = clusters.reshape(-1)
+        if len(flat) == 0:
+            return np.zeros(0, dtype=np.int64)
+        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first)] = np.arange(len(first))  # first indices are distinct: no ties to break
+        return rank[inverse.reshape(-1)]
+    labels: list[Hashable] = clusters.tolist() if isinstance(clusters, np.ndarray) else list(clusters)
+    index: dict[Hashable, int] = {}
+    return np.fromiter((index.setdefault(label, len(index)) for label in labels), dtype=np.int64, count=len(labels))
+
+
+def cluster_sums(values: ArrayLike, clusters: Labels | None = None
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per cluster: the sum of its values and its number of observations, in canonical order (by sum,
     then count). No clusters given: each observation is its own cluster."""
@@ -82,14 +105,12 @@ def cluster_sums(values: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any] 
     if clusters is None:
         sums, counts = x.copy(), np.ones_like(x)
     else:
-        labels: list[Hashable] = clusters.tolist() if isinstance(clusters, np.ndarray) else list(clusters)
-        if len(labels) != len(x):
-            raise ValueError(f"{len(x)} values but {len(labels)} cluster labels")
-        index: dict[Hashable, int] = {}
-        inverse = np.fromiter((index.setdefault(label, len(index)) for label in labels), dtype=np.int64,
-                              count=len(labels))
-        sums = np.bincount(inverse, weights=x, minlength=len(index)).astype(np.float64)
-        counts = np.bincount(inverse, minlength=len(index)).astype(np.float64)
+        inverse = cluster_codes(clusters)
+        if len(inverse) != len(x):
+            raise ValueError(f"{len(x)} values but {len(inverse)} cluster labels")
+        k = int(inverse.max()) + 1 if len(inverse) else 0
+        sums = np.bincount(inverse, weights=x, minlength=k).astype(np.float64)
+        counts = np.bincount(inverse, minlength=k).astype(np.float64)
     order = np.lexsort((counts, sums))
     return sums[order], counts[order]
 
@@ -221,7 +242,7 @@ def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int, resampl
     return Interval(float(s.sum() / n.sum()), low, high, int(round(n.sum())), len(s), level, p, null)
 
 
-def bootstrap_mean(values: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any] | None = None, *, seed: int,
+def bootstrap_mean(values: ArrayLike, clusters: Labels | None = None, *, seed: int,
                    resamples: int = RESAMPLES, level: float = LEVEL, null: float | None = None,
                    exact: bool | None = None) -> Interval:
     """The mean of ``values`` (pooled over observations) with its cluster-bootstrap interval; with
@@ -233,7 +254,7 @@ def bootstrap_mean(values: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any
     return interval_from_sums(sums, counts, seed=seed, resamples=resamples, level=level, null=null, exact=exact)
 
 
-def bootstrap_difference(a: ArrayLike, b: ArrayLike, clusters: Sequence[Hashable] | NDArray[Any] | None = None, *,
+def bootstrap_difference(a: ArrayLike, b: ArrayLike, clusters: Labels | None = None, *,
                          seed: int, resamples: int = RESAMPLES, level: float = LEVEL,
                          exact: bool | None = None) -> Interval:
     """Paired: ``a[i]`` and ``b[i]`` are one unit (a pair judged both ways) in cluster ``clusters[i]``.

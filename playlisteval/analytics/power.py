@@ -33,12 +33,15 @@ Choices (stated in every result's ``method``):
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from playlisteval.analytics.intervals import Labels, cluster_codes
 
 ALPHA = 0.05
 POWER = 0.8
@@ -56,15 +59,14 @@ def _values(values: ArrayLike, what: str) -> NDArray[np.float64]:
     return x
 
 
-def _groups(clusters: Sequence[Hashable], n: int, unit: str) -> NDArray[np.int64]:
-    labels = list(clusters)
-    if len(labels) != n:
-        raise ValueError(f"unit {unit!r}: {n} pairs but {len(labels)} cluster labels")
-    index: dict[Hashable, int] = {}
-    return np.fromiter((index.setdefault(label, len(index)) for label in labels), dtype=np.int64, count=n)
+def _groups(clusters: Labels, n: int, unit: str) -> NDArray[np.int64]:
+    g = cluster_codes(clusters)
+    if len(g) != n:
+        raise ValueError(f"unit {unit!r}: {n} pairs but {len(g)} cluster labels")
+    return g
 
 
-def icc_oneway(values: ArrayLike, clusters: Sequence[Hashable]) -> float | None:
+def icc_oneway(values: ArrayLike, clusters: Labels) -> float | None:
     """The one-way ANOVA intra-cluster correlation of ``values``, clipped to [0, 1]; None where it is not
     estimable (one cluster, only single-pair clusters, or no variation at all)."""
     y = _values(values, "values")
@@ -93,6 +95,8 @@ def design_effect(cluster_sizes: ArrayLike, icc: float) -> float:
     return float(1.0 + (float(np.sum(sizes**2)) / float(np.sum(sizes)) - 1.0) * icc)
 
 
+# a report asks the same few quantiles for every judge-vs-judge row; scipy's ppf costs ~0.1 ms a call
+@functools.lru_cache(maxsize=256)
 def _quantiles(alpha: float, power: float, two_sided: bool, df: int | None) -> float:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha {alpha} is not between 0 and 1")
@@ -138,7 +142,7 @@ def pairs_needed(difference: float, sd: float, design_effect: float, alpha: floa
     return int(math.ceil(n - 1e-9))  # an exact integer must not round up by floating-point noise
 
 
-def _unit(name: str, icc_values: NDArray[np.float64], labels: Sequence[Hashable], sd: float, alpha: float,
+def _unit(name: str, icc_values: NDArray[np.float64], labels: Labels, sd: float, alpha: float,
           power: float, two_sided: bool, differences: Sequence[float], paired: bool) -> dict[str, Any]:
     g = _groups(labels, len(icc_values), name)
     sizes = np.bincount(g).astype(np.float64)
@@ -172,7 +176,7 @@ def _unit(name: str, icc_values: NDArray[np.float64], labels: Sequence[Hashable]
 
 
 def _report(icc_values: NDArray[np.float64], sd: float, observed: float | None, variance: str,
-            clusters: Mapping[str, Sequence[Hashable]], alpha: float, power: float, differences: Sequence[float],
+            clusters: Mapping[str, Labels], alpha: float, power: float, differences: Sequence[float],
             two_sided: bool, paired: bool) -> dict[str, Any]:
     if not clusters:
         raise ValueError("no clustering unit given (pass e.g. {'question': labels})")
@@ -188,7 +192,7 @@ def _enough(x: NDArray[np.float64]) -> None:
         raise ValueError(f"a power analysis needs at least 2 pairs (got {len(x)})")
 
 
-def paired_power(paired_differences: ArrayLike, clusters: Mapping[str, Sequence[Hashable]], alpha: float = ALPHA,
+def paired_power(paired_differences: ArrayLike, clusters: Mapping[str, Labels], alpha: float = ALPHA,
                  power: float = POWER, *, differences: Sequence[float] = DIFFERENCES,
                  two_sided: bool = True) -> dict[str, Any]:
     """``power_report`` from the per-pair differences d_i = correct_A − correct_B (in [−1, 1]) directly."""
@@ -200,7 +204,7 @@ def paired_power(paired_differences: ArrayLike, clusters: Mapping[str, Sequence[
                    "(ddof 1)", clusters, alpha, power, differences, two_sided, True)
 
 
-def power_report(correct_a: ArrayLike, correct_b: ArrayLike | None, clusters: Mapping[str, Sequence[Hashable]],
+def power_report(correct_a: ArrayLike, correct_b: ArrayLike | None, clusters: Mapping[str, Labels],
                  alpha: float = ALPHA, power: float = POWER, *, differences: Sequence[float] = DIFFERENCES,
                  two_sided: bool = True) -> dict[str, Any]:
     """The MDE and the pairs needed under each clustering unit (``clusters[name]`` = one label per pair).

@@ -16,8 +16,11 @@ from collections import defaultdict
 from itertools import combinations
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
 from playlisteval.analytics import best_of, multiplicity, power, stability
-from playlisteval.analytics.intervals import bootstrap_difference, bootstrap_mean
+from playlisteval.analytics.intervals import Labels, bootstrap_difference, bootstrap_mean
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.trust_data import UNITS, Observations
 
@@ -39,17 +42,17 @@ def _iv(values: list[float], labels: list[str], boot: Bootstrap, method: str, nu
     return {**iv.as_dict(), "resamples": boot.resamples, "unit": boot.unit, "method": method}
 
 
-def _diff(a: list[float], b: list[float], labels: list[str], boot: Bootstrap, method: str) -> dict[str, Any]:
+def _diff(a: ArrayLike, b: ArrayLike, labels: Labels, boot: Bootstrap, method: str) -> dict[str, Any]:
     iv = bootstrap_difference(a, b, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level)
     return {**iv.as_dict(), "resamples": boot.resamples, "unit": boot.unit,
             "method": f"{method}; paired cluster bootstrap by {boot.unit}, p by sign flips of the clusters' sums"}
 
 
-def _mde_of(d: list[float], obs: Observations, pairs: list[int], unit: str, alpha: float, power_: float
-            ) -> float | None:
+def _mde_of(d: NDArray[np.float64], obs: Observations, pairs: NDArray[np.int64], unit: str, alpha: float,
+            power_: float) -> float | None:
     if len(d) < 2:
         return None
-    got = power.paired_power(d, {unit: obs.labels(pairs, unit)}, alpha, power_)["units"][unit]
+    got = power.paired_power(d, {unit: obs.codes(pairs, unit)}, alpha, power_)["units"][unit]
     return got["mde"] if got["mde"] is not None else got["mde_normal"]
 
 
@@ -72,7 +75,7 @@ def power_figures(obs: Observations, evidence: str, alpha: float = power.ALPHA, 
         xa, xb = [obs.scores[mains[a]][p] for p in pairs], None
     if len(pairs) < 2:
         return {"note": "fewer than 2 pairs judged: nothing to size", "units": {}}
-    out = power.power_report(xa, xb, {u: obs.labels(pairs, u) for u in UNITS}, alpha, power_)
+    out = power.power_report(xa, xb, {u: obs.codes(pairs, u) for u in UNITS}, alpha, power_)
     return {**out, "judges": [a] if b is None else [a, b], "evidence": evidence, "resamples": None,
             "clusters": {u: v["clusters"] for u, v in out["units"].items()}}
 
@@ -84,17 +87,17 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     mains = obs.main_runs(evidence)
     rows: list[dict[str, Any]] = []
     for a, b in combinations(sorted(mains), 2):
-        sa, sb = obs.scores[mains[a]], obs.scores[mains[b]]
-        pairs = sorted(set(sa) & set(sb))
-        row: dict[str, Any] = {"judge_a": a, "judge_b": b, "run_a": mains[a], "run_b": mains[b], "pairs": len(pairs)}
-        if not pairs:
+        (pa, sa), (pb, sb) = obs.run_arrays(mains[a]), obs.run_arrays(mains[b])
+        pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)  # ascending pair ids
+        row: dict[str, Any] = {"judge_a": a, "judge_b": b, "run_a": mains[a], "run_b": mains[b],
+                               "pairs": len(pairs)}
+        if not len(pairs):
             rows.append({**row, "difference": None, "p_value": None, "mde": None, "note": "no pair judged by both"})
             continue
-        xa, xb = [sa[p] for p in pairs], [sb[p] for p in pairs]
-        diff = _diff(xa, xb, obs.labels(pairs, boot.unit), boot, f"{a} minus {b} accuracy")
-        d = [x - y for x, y in zip(xa, xb, strict=True)]
+        xa, xb = sa[ia], sb[ib]
+        diff = _diff(xa, xb, obs.codes(pairs, boot.unit), boot, f"{a} minus {b} accuracy")
         rows.append({**row, "difference": diff, "p_value": diff["p_value"],
-                     "mde": _mde_of(d, obs, pairs, boot.unit, alpha, power_)})
+                     "mde": _mde_of(xa - xb, obs, pairs, boot.unit, alpha, power_)})
     adjusted = multiplicity.holm([r["p_value"] for r in rows], alpha)
     for r, p, rejected in zip(rows, adjusted["adjusted"], adjusted["rejected"], strict=True):
         r["p_holm"], r["rejected"] = p, rejected

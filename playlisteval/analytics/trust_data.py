@@ -43,9 +43,33 @@ class Observations:
     units: dict[int, dict[str, str]] = field(default_factory=dict)  # pair → unit → cluster name
     item_of: dict[int, int] = field(default_factory=dict)  # pair → question (item id)
     ratings: dict[int, tuple[int, int]] = field(default_factory=dict)  # pair → (better, worse rating)
+    _arrays: dict[Any, Any] = field(default_factory=dict, repr=False)  # made on first use (run_arrays, codes)
 
     def labels(self, pairs: list[int], unit: str) -> list[str]:
         return [self.units[p][unit] for p in pairs]
+
+    def run_arrays(self, run: int) -> tuple[np.ndarray, np.ndarray]:
+        """The run's judged pairs (ascending ids) and its scores on them, as arrays: the judge-vs-judge
+        table intersects hundreds of such runs, which as dicts and lists was most of its time."""
+        key = ("run", run)
+        if key not in self._arrays:
+            scores = self.scores[run]
+            pairs = np.array(sorted(scores), dtype=np.int64)
+            self._arrays[key] = (pairs, np.array([scores[int(p)] for p in pairs], dtype=np.float64))
+        got: tuple[np.ndarray, np.ndarray] = self._arrays[key]
+        return got
+
+    def codes(self, pairs: list[int] | np.ndarray, unit: str) -> np.ndarray:
+        """``labels`` as integer codes (one per cluster of ``unit``): the same partition, which the
+        statistics number faster than strings (intervals.cluster_codes)."""
+        key = ("codes", unit)
+        if key not in self._arrays:
+            every = np.array(sorted(self.units), dtype=np.int64)
+            names: dict[str, int] = {}
+            self._arrays[key] = (every, np.fromiter((names.setdefault(self.units[int(p)][unit], len(names))
+                                                     for p in every), dtype=np.int64, count=len(every)))
+        every, code = self._arrays[key]
+        return np.asarray(code[np.searchsorted(every, np.asarray(pairs, dtype=np.int64))], dtype=np.int64)
 
     def main_runs(self, evidence: str) -> dict[str, int]:
         """judge → its main run at ``evidence``, full-domain scope, sides as drawn (the leaderboard's)."""
@@ -68,16 +92,25 @@ def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
                     f"JOIN pair_facts AS p ON p.pair_id = j.pair_id "
                     f"JOIN question_cluster AS c ON c.item_id = j.item_id WHERE {where} ORDER BY j.run_id, j.pair_id",
                     params)
-    runs, pairs = np.asarray(got["run_id"]).tolist(), np.asarray(got["pair_id"]).tolist()
-    items, scores = np.asarray(got["item_id"]).tolist(), np.asarray(got["score"], dtype=np.float64).tolist()
-    better, worse = np.asarray(got["better_rating"]).tolist(), np.asarray(got["worse_rating"]).tolist()
-    names = {u: np.asarray(got[u]).tolist() for u in UNITS}
-    for i, (run, pair) in enumerate(zip(runs, pairs, strict=True)):
-        obs.scores[int(run)][int(pair)] = float(scores[i])
-        if pair not in obs.units:
-            obs.units[int(pair)] = {u: str(names[u][i]) for u in UNITS}
-            obs.item_of[int(pair)] = int(items[i])
-            obs.ratings[int(pair)] = (int(better[i]), int(worse[i]))
+    runs = np.asarray(got["run_id"], dtype=np.int64)
+    pairs = np.asarray(got["pair_id"], dtype=np.int64)
+    scores = np.asarray(got["score"], dtype=np.float64)
+    # the rows come by run: each run's scores are one dict built in C (a Python loop over 1M judgments
+    # was a second of every report); each pair's facts are taken from its first row, in first-row order
+    bounds = np.flatnonzero(np.diff(runs)) + 1 if len(runs) else np.zeros(0, dtype=np.int64)
+    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(runs)])).tolist(),
+                      strict=True):
+        if hi > lo:
+            obs.scores[int(runs[lo])] = dict(zip(pairs[lo:hi].tolist(), scores[lo:hi].tolist(), strict=True))
+    _, first = np.unique(pairs, return_index=True)
+    first = np.sort(first)
+    items = np.asarray(got["item_id"])[first].tolist()
+    better, worse = np.asarray(got["better_rating"])[first].tolist(), np.asarray(got["worse_rating"])[first].tolist()
+    names = {u: np.asarray(got[u])[first].tolist() for u in UNITS}
+    for i, pair in enumerate(pairs[first].tolist()):
+        obs.units[pair] = {u: str(names[u][i]) for u in UNITS}
+        obs.item_of[pair] = int(items[i])
+        obs.ratings[pair] = (int(better[i]), int(worse[i]))
     return obs
 
 
