@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,11 @@ def test_a_finished_threads_connection_goes_back_to_the_pool(engine: Engine) -> 
     assert len(keeper.slots) == 1 and engine.pool.checkedout() == 1  # type: ignore[attr-defined]
     del worker
     gc.collect()
+    # the Thread may have been collected on another thread (the store's checkpoint thread allocates too),
+    # whose finalizer is then still running: wait for it, a bounded wait for an event, not a speed claim
+    deadline = time.monotonic() + 10
+    while keeper.slots and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert keeper.slots == {}
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     assert _rows(engine) == [5]

@@ -103,9 +103,11 @@ class _Keeper:
         return made
 
     def _drop(self, ident: int, slot: _Slot) -> None:  # under self.lock
+        # closed before it leaves the dict: a slot no longer listed has given its connection back, even when
+        # the finalizer runs on another thread (the collector runs on whichever thread allocates)
+        slot.close(invalidate=False)
         if self.slots.get(ident) is slot:
             del self.slots[ident]
-        slot.close(invalidate=False)
 
     def close_all(self) -> None:
         with self.lock:
