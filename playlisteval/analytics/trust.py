@@ -20,7 +20,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from playlisteval.analytics import best_of, multiplicity, power, stability
-from playlisteval.analytics.intervals import Labels, bootstrap_difference, bootstrap_mean
+from playlisteval.analytics.interval_batch import Request, intervals_from_sums
+from playlisteval.analytics.intervals import Interval, Labels, bootstrap_difference, bootstrap_mean, cluster_sums
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.trust_data import UNITS, Observations
 
@@ -44,6 +45,10 @@ def _iv(values: list[float], labels: list[str], boot: Bootstrap, method: str, nu
 
 def _diff(a: ArrayLike, b: ArrayLike, labels: Labels, boot: Bootstrap, method: str) -> dict[str, Any]:
     iv = bootstrap_difference(a, b, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level)
+    return _as_difference(iv, method, boot)
+
+
+def _as_difference(iv: Interval, method: str, boot: Bootstrap) -> dict[str, Any]:
     return {**iv.as_dict(), "resamples": boot.resamples, "unit": boot.unit,
             "method": f"{method}; paired cluster bootstrap by {boot.unit}, p by sign flips of the clusters' sums"}
 
@@ -86,6 +91,7 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     across the table, and the MDE of that comparison (by the bootstrap's unit)."""
     mains = obs.main_runs(evidence)
     rows: list[dict[str, Any]] = []
+    requests: list[Request] = []  # each compared row's cluster sums of differences: intervals drawn in one batch
     for a, b in combinations(sorted(mains), 2):
         (pa, sa), (pb, sb) = obs.run_arrays(mains[a]), obs.run_arrays(mains[b])
         pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)  # ascending pair ids
@@ -94,10 +100,17 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
         if not len(pairs):
             rows.append({**row, "difference": None, "p_value": None, "mde": None, "note": "no pair judged by both"})
             continue
-        xa, xb = sa[ia], sb[ib]
-        diff = _diff(xa, xb, obs.codes(pairs, boot.unit), boot, f"{a} minus {b} accuracy")
-        rows.append({**row, "difference": diff, "p_value": diff["p_value"],
-                     "mde": _mde_of(xa - xb, obs, pairs, boot.unit, alpha, power_)})
+        d = sa[ia] - sb[ib]
+        requests.append((*cluster_sums(d, obs.codes(pairs, boot.unit)), 0.0))  # as bootstrap_difference sums them
+        # "difference" holds the comparison's name until its interval is drawn below
+        rows.append({**row, "difference": f"{a} minus {b} accuracy", "p_value": None,
+                     "mde": _mde_of(d, obs, pairs, boot.unit, alpha, power_)})
+    # the same numbers as bootstrap_difference row by row (analytics/interval_batch.py), in a fraction of the time
+    drawn = iter(intervals_from_sums(requests, seed=boot.seed, resamples=boot.resamples, level=boot.level))
+    for row in rows:
+        if row["difference"] is not None:
+            row["difference"] = _as_difference(next(drawn), row["difference"], boot)
+            row["p_value"] = row["difference"]["p_value"]
     adjusted = multiplicity.holm([r["p_value"] for r in rows], alpha)
     for r, p, rejected in zip(rows, adjusted["adjusted"], adjusted["rejected"], strict=True):
         r["p_holm"], r["rejected"] = p, rejected
