@@ -396,9 +396,14 @@ def _run_child(tree: Path, args: list[str], timeout_s: float, poll_ms: int | Non
         env.update(PYTHONPATH=f"{tree}{os.pathsep}{hook}", PE_BENCH_POLL_MS=str(poll_ms))
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "child", *args], env=env,
                           capture_output=True, text=True, timeout=timeout_s)
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"rc {done.returncode}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:  # a child that printed no figure says why (its stderr's last lines)
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        return {"error": f"rc {done.returncode}, no figure printed: {tail or 'nothing on stderr'}"}
+    try:
+        return dict(json.loads(lines[-1]))
+    except ValueError:
+        return {"error": f"rc 0, the last line is not a figure: {lines[-1][:200]}"}
 
 
 def main(argv: list[str] | None = None) -> int:
