@@ -258,7 +258,10 @@ def child_redis(project: Path, items: int, threads: int, latency: float, timeout
     except ModuleNotFoundError:  # the baseline's place for it (see _build_once)
         from playlisteval.build import build  # type: ignore[attr-defined,no-redef]
     from playlisteval.store import open_store
-    from playlisteval.store.states import WORKING
+    try:
+        from playlisteval.store.states import WORKING
+    except ModuleNotFoundError:  # the baseline's playlisteval/state.py
+        from playlisteval.state import WORKING  # type: ignore[import-not-found,no-redef]
 
     port = _free_port()
     redis = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
@@ -345,7 +348,10 @@ def _busy(engine: Any, threads: int, items: int) -> dict[str, Any]:
     """How busy the worker's threads kept the model while every thread had an item to work on: model
     seconds / (threads x that window), the window ending when fewer items than threads were left. With
     more items than threads, a consumer that sleeps while messages wait shows here as idle threads."""
-    from playlisteval.store.states import TERMINAL
+    try:
+        from playlisteval.store.states import TERMINAL
+    except ModuleNotFoundError:  # the baseline's playlisteval/state.py
+        from playlisteval.state import TERMINAL  # type: ignore[import-not-found,no-redef]
 
     done = tuple(st.value for st in TERMINAL)
     with engine.connect() as conn:
