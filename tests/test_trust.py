@@ -76,6 +76,8 @@ def test_paired_table_on_arrays_equals_the_same_statistics_on_lists_and_labels()
         unit = power.paired_power(d, {"question": labels})["units"]["question"]
         assert row["mde"] == unit["mde"]
     assert obs.codes([17, 0, 4], "video").tolist() == [2, 0, 0]  # pair 17 is in v2; 0 and 4 in v0
+    with pytest.raises(KeyError, match="pair 999"):  # a pair without units is refused, as labels() refuses it
+        obs.codes([0, 999], "question")
 
 
 def test_power_figures_give_an_mde_per_unit_equal_to_the_formula() -> None:

@@ -69,7 +69,11 @@ class Observations:
             self._arrays[key] = (every, np.fromiter((names.setdefault(self.units[int(p)][unit], len(names))
                                                      for p in every), dtype=np.int64, count=len(every)))
         every, code = self._arrays[key]
-        return np.asarray(code[np.searchsorted(every, np.asarray(pairs, dtype=np.int64))], dtype=np.int64)
+        wanted = np.asarray(pairs, dtype=np.int64)
+        at = np.minimum(np.searchsorted(every, wanted), max(len(every) - 1, 0))
+        if len(wanted) and (not len(every) or np.any(every[at] != wanted)):  # as labels() would: no silent guess
+            raise KeyError(f"pair {int(wanted[every[at] != wanted][0]) if len(every) else int(wanted[0])} has no units")
+        return np.asarray(code[at], dtype=np.int64)
 
     def main_runs(self, evidence: str) -> dict[str, int]:
         """judge → its main run at ``evidence``, full-domain scope, sides as drawn (the leaderboard's)."""
