@@ -16,7 +16,7 @@ from sqlmodel import col, select
 
 from playlisteval.actors.build_run import build
 from playlisteval.analytics.gate_shares import gate_shares, role_speeds
-from playlisteval.analytics.intervals import bootstrap_mean
+from playlisteval.analytics.intervals import cluster_mean
 from playlisteval.config import Price, Settings
 from playlisteval.models import preflight as model_preflight
 from playlisteval.models.request import ModelRequest, ProviderReply, Usage
@@ -90,7 +90,7 @@ def test_the_share_is_the_bootstrap_over_questions(mixed: Settings) -> None:
         rows = s.exec(select(GateResult.item_id, GateResult.verdict)
                       .where(GateResult.gate == "C2.1")).all()
     decided = [(i, v) for i, v in rows if v != "fault"]
-    direct = bootstrap_mean([v == "reject" for _, v in decided], [i for i, _ in decided], seed=mixed.project.seed)
+    direct = cluster_mean([v == "reject" for _, v in decided], [i for i, _ in decided], seed=mixed.project.seed)
     assert share.share == direct and share.decided == len(decided)
     assert share.rejected == sum(v == "reject" for _, v in decided)
 

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from playlisteval.analytics.best_of import PairVerdict, best_of_k, kendall_tau_b
-from playlisteval.analytics.intervals import bootstrap_mean
+from playlisteval.analytics.intervals import cluster_mean
 
 ANSWERS = ("a5", "a4", "a3", "a2", "a1")
 RATED = {a: 5 - i for i, a in enumerate(ANSWERS)}
@@ -95,7 +95,7 @@ def test_against_brute_force() -> None:
         assert got["questions_with_all_gold_pairs"] == complete
         assert got["kendall_tau"]["estimate"] == pytest.approx(np.mean(list(taus.values())))
         labels = list(picked) if clusters is None else [videos[q] for q in picked]
-        ref = bootstrap_mean(list(picked.values()), labels, seed=3)
+        ref = cluster_mean(list(picked.values()), labels, seed=3)
         assert (got["best_of"]["low"], got["best_of"]["high"]) == pytest.approx((ref.low, ref.high))
     assert got["best_of"]["clusters"] == 20
     shuffled = [pairs[i] for i in rng.permutation(len(pairs))]

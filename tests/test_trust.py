@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from playlisteval.analytics import power
-from playlisteval.analytics.intervals import bootstrap_difference, sign_flip_p
+from playlisteval.analytics.intervals import cluster_difference, sign_flip_p
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.trust import paired_table, position_figures, power_figures
 from playlisteval.analytics.trust_data import Observations, Run
@@ -70,7 +70,7 @@ def test_paired_table_on_arrays_equals_the_same_statistics_on_lists_and_labels()
         pairs = sorted(set(sa) & set(sb))
         xa, xb = [sa[p] for p in pairs], [sb[p] for p in pairs]
         labels = [obs.units[p]["question"] for p in pairs]
-        want = bootstrap_difference(xa, xb, labels, seed=BOOT.seed, resamples=BOOT.resamples).as_dict()
+        want = cluster_difference(xa, xb, labels, seed=BOOT.seed, resamples=BOOT.resamples).as_dict()
         assert row["pairs"] == len(pairs) and {k: row["difference"][k] for k in want} == want
         d = [x - y for x, y in zip(xa, xb, strict=True)]
         unit = power.paired_power(d, {"question": labels})["units"]["question"]
@@ -168,7 +168,7 @@ def test_the_shortcut_audit_has_each_judges_blind_run(tmp_path: Path) -> None:
     """A `--modality none` run is audited like a shortcut: its accuracy against 50 % with the audit's
     interval, the same numbers as a direct bootstrap of its scores by question."""
     from playlisteval.analytics import Analytics, science
-    from playlisteval.analytics.intervals import bootstrap_mean
+    from playlisteval.analytics.intervals import cluster_mean
     from playlisteval.eval import runkey
     from playlisteval.store import transaction
     from playlisteval.store.tables import JudgeRun, Judgment
@@ -197,7 +197,7 @@ def test_the_shortcut_audit_has_each_judges_blind_run(tmp_path: Path) -> None:
     [blind] = [r for r in audit if r.get("blind")]
     assert blind["shortcut"] == "alpha, blind" and blind["source"] == "--modality none run (retrieved, domain)"
     items = {"p1": 1, "p2": 1, "p3": 4, "p4": 4}  # the fixture's pairs' questions
-    direct = bootstrap_mean(list(scores.values()), [items[p] for p in scores], seed=7, resamples=400, null=0.5)
+    direct = cluster_mean(list(scores.values()), [items[p] for p in scores], seed=7, resamples=400, null=0.5)
     got = blind["accuracy_ci"]
     assert (got.estimate, got.n, got.clusters) == (3.5 / 4, 4, 2)
     assert (got.low, got.high) == pytest.approx((direct.low, direct.high))

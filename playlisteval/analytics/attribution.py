@@ -15,7 +15,7 @@ The gold answer's citations (``qa.answer``, SPEC B4) are on each clip's own cloc
 first segment, clip 2 its second, so a cited range is ``segment.start + [a, b]`` seconds of that
 segment's video. What was served is the judgment's record (``judgment.evidence``): the chunk ids and
 the frames as (video id, seconds). The counts add up to the run's wrong + no-verdict judgments; each
-share carries its cluster-bootstrap interval over questions (analytics/intervals.py).
+share carries its clustered interval over questions (analytics/intervals.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
 
-from playlisteval.analytics.intervals import Interval, bootstrap_mean
+from playlisteval.analytics.intervals import Interval, cluster_mean
 from playlisteval.prompts.citations import parse_citations
 from playlisteval.store import transaction
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
@@ -231,6 +231,6 @@ def attribute(engine: Engine, run_id: int, *, seed: int, source: HopSource | Non
     out.examples = examples
     items = np.asarray(clusters, dtype=np.int64)  # numbered once for the five shares (intervals.cluster_codes)
     for c in CATEGORIES:
-        out.shares[c] = (bootstrap_mean([1.0 if x == c else 0.0 for x in labels], items, seed=seed)
+        out.shares[c] = (cluster_mean([1.0 if x == c else 0.0 for x in labels], items, seed=seed)
                          if labels else None)
     return out

@@ -10,7 +10,7 @@ the judge did not pick the gold). A question whose judged pairs lack some gold p
 gold pairs present (which is easier: fewer rivals to beat); how many questions had the gold paired with
 every other answer is reported, with the score over those questions alone. A question with no gold pair
 at all cannot be scored and is counted instead. The score is the share of scored questions, with a
-cluster-bootstrap interval (each question its own cluster, or a label passed per question: its video or
+clustered interval (each question its own cluster, or a label passed per question: its video or
 playlist).
 
 Chance: a judge that ranks the answers at random picks the gold with probability 1/(r + 1) when the gold
@@ -19,7 +19,7 @@ per pair does worse, 2^-(gold pairs) (1/16 with four pairs); both are given.
 
 Rank agreement (Borda-style): per question each answer scores its wins over the judged pairs (a
 no-verdict is a win for neither); Kendall's tau-b between those win counts and the true ratings, over the
-answers present in the question's pairs, averaged over questions with a cluster-bootstrap interval. Tau
+answers present in the question's pairs, averaged over questions with a clustered interval. Tau
 is undefined when every answer has the same number of wins (such questions are left out and counted).
 """
 
@@ -31,7 +31,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from playlisteval.analytics.intervals import LEVEL, RESAMPLES, bootstrap_mean
+from playlisteval.analytics.intervals import LEVEL, RESAMPLES, cluster_mean
+from playlisteval.analytics.small_sample import RATE_METHOD
 
 
 class PairVerdict(NamedTuple):
@@ -70,8 +71,8 @@ def _interval(values: list[float], labels: list[Hashable], method: str, seed: in
     if not values:
         return {"estimate": None, "low": None, "high": None, "n": 0, "clusters": 0, "level": level,
                 "method": method}
-    return {**bootstrap_mean(values, labels, seed=seed, resamples=resamples, level=level).as_dict(),
-            "method": method}
+    iv = cluster_mean(values, labels, seed=seed, resamples=resamples, level=level, kind="rate")
+    return {**iv.as_dict(), "method": f"{method}; {iv.method}"}
 
 
 def best_of_k(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, bool | int | None]],
@@ -131,7 +132,7 @@ def best_of_k(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, 
         raise ValueError("no question has a judged pair with its gold answer: best-of-k cannot be scored")
     complete = [(v, c) for v, c, full in picked if full]
     return {
-        "method": f"best-of-k: {RULE}; cluster bootstrap (percentile) by "
+        "method": f"best-of-k: {RULE}; {RATE_METHOD}, clustered by "
                   f"{'question' if clusters is None else 'the given cluster labels'}",
         "rule": RULE, "questions": len(ratings), "questions_scored": len(picked),
         "questions_without_gold_pairs": unscored, "questions_with_all_gold_pairs": len(complete),

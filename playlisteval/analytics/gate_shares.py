@@ -6,7 +6,7 @@ video roles. Each gate's decisions are then labelled by the models that made the
 rows of the gate's calls, not from the configuration, which may have changed since: ``real`` when none
 was the sim, ``simulated`` when all were, ``mixed`` otherwise. The share is rejections over decisions
 (checker faults decide nothing and are counted apart), per question: a question tried twice at a gate
-counts both tries, and the bootstrap resamples questions (analytics/intervals.py).
+counts both tries, and its interval is clustered by question (analytics/intervals.py).
 
 ``role_speeds`` is the other half of what a real-gate build says: per role and model, calls, tokens read
 (and of them, read from llama.cpp's kept prefix), tokens written, seconds per call and calls per minute
@@ -24,7 +24,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.analytics.intervals import Interval, bootstrap_mean
+from playlisteval.analytics.intervals import Interval, cluster_mean
 from playlisteval.store.engine import read
 from playlisteval.store.states import GATE_ORDER
 from playlisteval.store.tables import GateResult, ModelCall
@@ -73,7 +73,7 @@ def gate_shares(engine: Engine, seed: int = 0) -> list[GateShare]:
         models = sorted({calls[c] for _, _, ids in results for c in ids if c in calls})
         share = None
         if decided:
-            share = bootstrap_mean([1.0 if v == "reject" else 0.0 for _, v in decided],
+            share = cluster_mean([1.0 if v == "reject" else 0.0 for _, v in decided],
                                    [item for item, _ in decided], seed=seed)
         out.append(GateShare(gate, len(decided), sum(v == "reject" for _, v in decided),
                              len(results) - len(decided), share, _source({m.split("/", 1)[0] for m in models}),

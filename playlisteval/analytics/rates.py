@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import interval_batch, intervals
+from playlisteval.analytics import intervals
 from playlisteval.analytics.intervals import Interval
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.tabular import interval_label
@@ -76,10 +76,10 @@ class Bootstrap:
         return self.intervals([(sums, value, null)])[0]
 
     def intervals(self, wanted: Sequence[tuple[Sums | None, int, float | None]]) -> list[Interval | None]:
-        """``interval(sums, value, null)`` of each, computed together (interval_batch: same numbers)."""
+        """``interval(sums, value, null)`` of each (a null of 0.0 marks a paired difference)."""
         present = [(s.cells[:, 1 + value], s.cells[:, 0], null) for s, value, null in wanted
                    if s is not None and len(s.cells)]
-        done = iter(interval_batch.intervals_from_sums(present, seed=self.seed, resamples=self.resamples,
+        done = iter(intervals.intervals_from_sums(present, seed=self.seed, resamples=self.resamples,
                                                        level=self.level))
         return [next(done) if s is not None and len(s.cells) else None for s, _, _ in wanted]
 

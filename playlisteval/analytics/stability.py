@@ -2,7 +2,7 @@
 
 Why: a judge sampled at temperature > 0 (or a nondeterministic API) gives a different verdict on some
 pairs from one call to the next, so a single run's accuracy is one draw. Three rates describe it, each a
-share of pairs with a cluster-bootstrap interval (``intervals.bootstrap_mean``; clusters = the pairs'
+share of pairs with a clustered interval (``intervals.cluster_mean``; clusters = the pairs'
 questions, since pairs of one question share their difficulty):
 
 * expected accuracy — per pair the share of its N samples that were correct, pooled over pairs: the
@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
 
-from playlisteval.analytics.intervals import LEVEL, RESAMPLES, bootstrap_difference, bootstrap_mean
+from playlisteval.analytics.intervals import LEVEL, RESAMPLES, cluster_difference, cluster_mean
+from playlisteval.analytics.small_sample import DIFFERENCE_METHOD
 
 Verdict = bool | int | None
 
@@ -72,8 +73,8 @@ def _rate(values: Sequence[float | None], clusters: list[Hashable], method: str,
     if not kept:
         return {"estimate": None, "low": None, "high": None, "n": 0, "clusters": 0, "level": level,
                 "method": method, "note": "no pair was sampled more than once"}
-    iv = bootstrap_mean([v for v, _ in kept], [c for _, c in kept], seed=seed, resamples=resamples, level=level)
-    return {**iv.as_dict(), "method": method}
+    iv = cluster_mean([v for v, _ in kept], [c for _, c in kept], seed=seed, resamples=resamples, level=level)
+    return {**iv.as_dict(), "method": f"{method}; {iv.method}"}
 
 
 def stability(verdicts: Sequence[Sequence[Verdict]], clusters: Sequence[Hashable], *, seed: int,
@@ -89,15 +90,14 @@ def stability(verdicts: Sequence[Sequence[Verdict]], clusters: Sequence[Hashable
     sizes = [len(v) for v in verdicts]
     no_verdicts = sum(v is None for raw in verdicts for v in raw)
     return {
-        "method": "repeated sampling, cluster bootstrap (percentile) over the pairs' clusters",
+        "method": "repeated sampling, intervals over the pairs' clusters (each figure's own method)",
         "pairs": len(verdicts), "clusters": len(set(labels)), "resamples": resamples, "level": level, "seed": seed,
         "samples": sum(sizes), "samples_per_pair": {"min": min(sizes), "max": max(sizes)},
         "no_verdicts": no_verdicts, "pairs_with_one_sample": sum(s < 2 for s in sizes),
         "expected_accuracy": _rate(scores.expected, labels, EXPECTED, seed, resamples, level),
         "consensus_accuracy": _rate(scores.consensus, labels, CONSENSUS, seed, resamples, level),
         "consistency": _rate(scores.consistent, labels, CONSISTENCY, seed, resamples, level),
-        "consensus_gain": {**bootstrap_difference(scores.consensus, scores.expected, labels, seed=seed,
+        "consensus_gain": {**cluster_difference(scores.consensus, scores.expected, labels, seed=seed,
                                                   resamples=resamples, level=level).as_dict(),
-                           "method": "consensus minus expected accuracy, paired by pair, cluster bootstrap; "
-                                     "p-value by sign flips of the clusters' summed differences"},
+                           "method": "consensus minus expected accuracy, paired by pair; " + DIFFERENCE_METHOD},
     }

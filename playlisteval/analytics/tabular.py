@@ -120,10 +120,12 @@ def pivot(rows: Sequence[dict[str, Any]], row_key: str, col_key: str, value_key:
 
 
 def interval_label(seed: int, resamples: int, level: float, unit: str) -> str:
-    """How every interval and p-value of a page was drawn (rates.Bootstrap's ``label``; here, without NumPy,
-    so that a report whose sections are kept can say it, issue 26)."""
-    return (f"{round(100 * level)} % intervals from a bootstrap over {unit}s ({resamples} "
-            f"resamples, seed {seed}); p-values from a sign-flip test over {unit}s")
+    """How every interval and p-value of a page was computed (rates.Bootstrap's ``label``; here, without
+    NumPy, so that a report whose sections are kept can say it, issue 26)."""
+    return (f"{round(100 * level)} % intervals over {unit}s, on K − 1 df (K {unit}s): rates by Wilson's score "
+            f"interval with the clusters' design effect, differences by a cluster-robust (CR2) t; each p is its "
+            f"interval's own test (paired differences also checked by an exact sign-flip test over {unit}s, "
+            f"seed {seed} where it must draw {resamples})")
 
 
 def settings_interval_label(settings: Any) -> str:

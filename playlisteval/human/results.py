@@ -25,7 +25,8 @@ import numpy as np
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.analytics.intervals import bootstrap_mean, percentile_interval
+from playlisteval.analytics.bootstrap import percentile_interval
+from playlisteval.analytics.intervals import cluster_mean
 from playlisteval.select.pairs import pair_texts
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import HumanRating, HumanStudy, HumanTask, ModelCall
@@ -89,7 +90,7 @@ def _rate(values: list[float], clusters: list[Any], seed: int, resamples: int, l
           ) -> tuple[float | None, list[float] | None]:
     if not values:
         return None, None
-    iv = bootstrap_mean(values, clusters, seed=seed, resamples=max(resamples, 1), level=level)
+    iv = cluster_mean(values, clusters, seed=seed, resamples=max(resamples, 1), level=level)
     return iv.estimate, ([iv.low, iv.high] if iv.low is not None and iv.high is not None else None)
 
 

@@ -1,0 +1,130 @@
+"""Intervals and tests that hold with few clusters (issue 40): a rate's Wilson score interval with a design
+effect, and a mean difference's cluster-robust t, both on K − 1 degrees of freedom.
+
+Why not the cluster percentile bootstrap (what every interval was before): measured by ``python -m bench
+science``, it covers 95 % with 40 clusters but ~90 % with 10, ~78 % with 4 and ~48 % with 2 — and the
+paper has about four playlists per domain. A resample of K clusters can only show the spread of those K,
+and says nothing of how unsure that spread is. Both methods here carry that second uncertainty in the t
+quantile on K − 1 df, and each p-value is the inversion of its own interval, so an interval that excludes
+the null value never sits beside p ≥ 1 − level.
+
+* **Rates** (values in [0, 1]: accuracies, Hit@k, shares): the estimate is the ratio p = ΣS / ΣN over K
+  clusters. Its cluster-robust variance (CR2, the bias-reduced linearisation: each cluster's residual
+  e_g = S_g − p·N_g scaled by 1 / (1 − N_g/N)) gives a design effect deff = V / (p(1 − p)/N) and an
+  effective size n* = N / deff; the interval is Wilson's score interval of p on n* with the t quantile of
+  K − 1 df in place of z. It is never empty, never outside [0, 1], and not of zero width at 0 % or 100 %
+  (there V = 0 says nothing of the clustering: deff is taken as 1). The p-value against a null p₀ is
+  the score test |p − p₀| / √(p₀(1 − p₀)/n*) on t(K − 1) — exactly the values the interval excludes.
+* **Differences** (a − b paired per unit, values in [−1, 1]): mean d = ΣD / ΣN, CR2 standard error,
+  interval d ± t·se clipped to [−1, 1], p from the same t. When every cluster has the very same mean
+  difference (se = 0: both judges right on every pair, say) the interval is the range the mean could
+  take if up to a Wilson upper bound of the pairs (0 of N observed) differed from it — width > 0.
+
+CR2 for a ratio mean is the intercept-only case of Bell & McCaffrey's estimator (the leverage of cluster g
+is N_g / N); with equal clusters it equals the usual K/(K − 1) correction (CR1).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+RATE_METHOD = "Wilson score interval with a cluster design effect (CR2), t on K − 1 df; score-test p"
+DIFFERENCE_METHOD = "cluster-robust t (CR2 standard error) on K − 1 df; p from the same t"
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(df: int, level: float) -> float:
+    """The two-sided ``level`` quantile of Student's t on ``df`` degrees of freedom."""
+    return float(stats.t.ppf(0.5 + level / 2, df))
+
+
+def t_p_value(statistic: float, df: int) -> float:
+    """Two-sided p of a t statistic on ``df`` degrees of freedom (1.0 for a statistic of 0)."""
+    if statistic == 0:
+        return 1.0
+    if math.isinf(statistic):
+        return 0.0
+    return float(min(1.0, 2 * stats.t.sf(abs(statistic), df)))
+
+
+def cr2_variance(sums: NDArray[np.float64], counts: NDArray[np.float64]) -> float:
+    """The CR2 variance of the ratio ΣS / ΣN over clusters (None-free: needs ≥ 2 clusters)."""
+    total = float(counts.sum())
+    estimate = float(sums.sum()) / total
+    residual = sums - estimate * counts
+    leverage = counts / total
+    return float(np.sum(residual**2 / (1.0 - leverage))) / total**2
+
+
+def wilson(p: float, n_eff: float, q: float) -> tuple[float, float]:
+    """Wilson's score interval of a share p on n_eff observations with the quantile q."""
+    q2 = q * q
+    denominator = 1 + q2 / n_eff
+    center = (p + q2 / (2 * n_eff)) / denominator
+    half = q / denominator * math.sqrt(max(p * (1 - p), 0.0) / n_eff + q2 / (4 * n_eff * n_eff))
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def effective_n(sums: NDArray[np.float64], counts: NDArray[np.float64]) -> float:
+    """N / design effect: how many independent observations the clusters are worth for the rate."""
+    total = float(counts.sum())
+    p = float(sums.sum()) / total
+    binomial = p * (1 - p) / total
+    variance = cr2_variance(sums, counts)
+    if binomial <= 0 or variance <= 0:  # at 0 % / 100 % (or identical clusters) V tells nothing: deff 1
+        return total
+    return total * binomial / variance
+
+
+def rate(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, null: float | None
+         ) -> tuple[float | None, float | None, float | None, int]:
+    """(low, high, p against ``null`` or None, df) of the rate ΣS / ΣN; no interval with one cluster."""
+    k = len(sums)
+    if k < 2:
+        return None, None, None, 0
+    p = float(sums.sum() / counts.sum())
+    n_eff = effective_n(sums, counts)
+    q = t_quantile(k - 1, level)
+    low, high = wilson(p, n_eff, q)
+    p_value = None
+    if null is not None:
+        if not 0 <= null <= 1:
+            raise ValueError(f"a rate's null value {null} is not between 0 and 1")
+        if null in (0.0, 1.0):
+            p_value = 1.0 if p == null else 0.0  # a rate of exactly 0 or 1 under the null cannot be otherwise
+        else:
+            p_value = t_p_value((p - null) / math.sqrt(null * (1 - null) / n_eff), k - 1)
+    return low, high, p_value, k - 1
+
+
+def difference(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, null: float,
+               bounds: tuple[float, float] = (-1.0, 1.0)) -> tuple[float | None, float | None, float | None, int]:
+    """(low, high, p against ``null``, df) of the mean ΣD / ΣN of values within ``bounds``."""
+    k = len(sums)
+    if k < 2:
+        return None, None, None, 0
+    total = float(counts.sum())
+    d = float(sums.sum()) / total
+    se = math.sqrt(cr2_variance(sums, counts))
+    q = t_quantile(k - 1, level)
+    lo, hi = bounds
+    if se > 1e-12 * max(1.0, abs(d)):
+        return max(lo, d - q * se), min(hi, d + q * se), t_p_value((d - null) / se, k - 1), k - 1
+    # every cluster's mean is d: the interval is how far the mean could move if up to a Wilson bound of the
+    # N observations (0 of N seen) lay elsewhere in the bounds; the p-value inverts that bound
+    def share(quantile: float) -> float:
+        return quantile * quantile / (total + quantile * quantile)
+
+    low, high = max(lo, d - (d - lo) * share(q)), min(hi, d + (hi - d) * share(q))
+    if abs(d - null) <= 1e-12:
+        return low, high, 1.0, k - 1
+    room = (d - lo) if null < d else (hi - d)
+    needed = abs(d - null) / room if room > 0 else 1.0  # the share of moved observations that reaches null
+    if needed >= 1:
+        return low, high, 0.0, k - 1
+    return low, high, t_p_value(math.sqrt(total * needed / (1 - needed)), k - 1), k - 1
