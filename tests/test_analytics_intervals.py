@@ -1,6 +1,6 @@
 """Rates with intervals over the analytics views (analytics/rates.py, science.py), on the hand-worked
-store of tests/analytics_fixtures.py: the estimates are the views' numbers, the intervals are the exact
-bootstrap of two or three questions worked by hand, the science checks (accuracy by gap of the weak
+store of tests/analytics_fixtures.py: the estimates are the views' numbers, the intervals are those of
+tests/stat_reference.py on the per-question values worked by hand, the science checks (accuracy by gap of the weak
 judges and of every run, the shortcut audit) and the leaderboard's --json."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from playlisteval.cli import main
 from playlisteval.eval import runkey
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import JudgeRun, Judgment, ModelCall, Pair
-from tests import analytics_fixtures
+from tests import analytics_fixtures, stat_reference
 from tests.helpers import project
 
 BOOT = Bootstrap(seed=7)
@@ -56,12 +56,14 @@ def test_leaderboard_estimates_are_the_views_and_intervals_are_the_exact_bootstr
             if ci is not None:
                 assert ci.estimate == pytest.approx(r[key])
     alpha = rows[("alpha", "All")]
-    # two questions: Education (p1 ✓, p2 ✓) and Drama (p3 ✗, p4 ½) → resamples 1, 0.25, 0.625 (twice)
-    assert bounds(alpha["retrieved_ci"]) == pytest.approx((0.625, 0.25, 1.0))
+    # two questions: Education (p1 ✓, p2 ✓) and Drama (p3 ✗, p4 ½): Wilson on the effective size, t(1)
+    assert bounds(alpha["retrieved_ci"]) == pytest.approx(stat_reference.rate([1, 1, 0, 0.5], "EEDD"))
     assert (alpha["retrieved_ci"].n, alpha["retrieved_ci"].clusters) == (4, 2)
-    # retrieved − uniform per question: Education +1 over 2 pairs, Drama −½ over 2 → +0.5, −0.25, +0.125
-    assert bounds(alpha["difference_ci"]) == pytest.approx((0.125, -0.25, 0.5))
-    assert alpha["difference_ci"].p_value == pytest.approx(1.0)  # sign flips of (+1, −½) all reach |½|
+    # retrieved − uniform per question: Education +1 over 2 pairs, Drama −½ over 2 (only the totals matter)
+    est, low, high, p = stat_reference.difference([1, 0, -0.5, 0], "EEDD")
+    assert bounds(alpha["difference_ci"]) == pytest.approx((est, low, high)) and low < 0 < high
+    assert alpha["difference_ci"].p_value == pytest.approx(p)
+    assert alpha["difference_ci"].p_sign_flip == pytest.approx(1.0)  # sign flips of (+1, −½) all reach |½|
     edu = rows[("alpha", "Education")]["retrieved_ci"]  # one question: no interval, not a zero-width one
     assert edu.estimate == 1.0 and edu.low is None and edu.high is None
     assert rows[("beta", "All")]["uniform_ci"] is None  # beta never ran with uniform evidence
@@ -71,8 +73,8 @@ def test_judge_differences_and_scope_steps_are_paired_over_shared_pairs(an: Any)
     analytics, fx = an
     diffs = rates.judge_differences(analytics, BENCH, BOOT, ["beta", "alpha"])
     assert [(d["judge_a"], d["judge_b"], d["n"]) for d in diffs] == [("beta", "alpha", 2)]
-    # beta and alpha both judged p1 (1 vs 1) and p3 (1 vs 0): +1 in Drama only → [0, +1], mean +½
-    assert bounds(diffs[0]["difference_ci"]) == pytest.approx((0.5, 0.0, 1.0))
+    # beta and alpha both judged p1 (1 vs 1) and p3 (1 vs 0): +1 in Drama only, mean +½; two clusters: t(1)
+    assert bounds(diffs[0]["difference_ci"]) == pytest.approx(stat_reference.difference([0, 1], "ED")[:3])
     scopes = rates.scope_accuracy(analytics, BENCH, BOOT)
     view = {(r["judge"], "oracle" if r["evidence"] == "oracle" else r["scope"]): r["accuracy"]
             for r in analytics.rows("SELECT * FROM accuracy_by_scope WHERE evidence IN ('retrieved', 'oracle')")}
@@ -98,18 +100,17 @@ def test_position_bias_and_retrieval_carry_intervals_matching_the_views(an: Any)
         for rate in rates.RETRIEVAL_RATES:
             assert r[f"{rate}_ci"].estimate == pytest.approx(r[rate])
     k10 = next(r for r in rates.retrieval(analytics, BOOT, fx.retrieval_runs["k10"]) if r["domain"] == "All")
-    # Hit_both@10 of questions 1, 2, 4: 1, 0, 0; three questions → every one of the 27 draws enumerated:
-    # the mean 0 has probability 8/27 (> 2.5 %), the mean 1 only 1/27 (< 2.5 %) → [0, 1]
-    assert bounds(k10["hit_both_ci"]) == pytest.approx((1 / 3, 0.0, 1.0))
+    # Hit_both@10 of questions 1, 2, 4: 1, 0, 0; three questions, one each
+    assert bounds(k10["hit_both_ci"]) == pytest.approx(stat_reference.rate([1, 0, 0], "124"))
 
 
 def test_bootstrap_unit_playlist_resamples_questions_of_a_playlist_together(an: Any) -> None:
     analytics, fx = an
     unit = Bootstrap(seed=7, unit="playlist")
     k10 = next(r for r in rates.retrieval(analytics, unit, fx.retrieval_runs["k10"]) if r["domain"] == "All")
-    # questions 1 and 2 share playlist P1 (1 hit of 2), question 4 is P3's (0 of 1): two clusters →
-    # P1 twice 1/2, P3 twice 0, one each 1/3 → [0, 1/2]
-    assert bounds(k10["hit_both_ci"]) == pytest.approx((1 / 3, 0.0, 0.5))
+    # questions 1 and 2 share playlist P1 (1 hit of 2), question 4 is P3's (0 of 1): two clusters, t(1)
+    assert bounds(k10["hit_both_ci"]) == pytest.approx(stat_reference.rate([1, 0, 0], ["P1", "P1", "P3"]))
+    assert k10["hit_both_ci"].df == 1
     assert k10["hit_both_ci"].clusters == 2
     with pytest.raises(ValueError, match="unknown bootstrap unit"):
         rates.retrieval(analytics, Bootstrap(seed=7, unit="pair"))
@@ -151,8 +152,8 @@ def test_every_judge_run_has_a_gap_curve(an: Any) -> None:
     curves = science.judge_gap_curves(analytics, BENCH, BOOT)
     assert {r["run_id"] for r in curves} == set(fx.runs.values())
     first = {r["gap"]: r for r in curves if r["run_id"] == fx.runs["alpha_retrieved"]}
-    # gap 1: p1 ✓ p2 ✓ (Education), p3 ✗ (Drama) → 2/3; two questions → [0, 1]
-    assert bounds(first[1]["accuracy_ci"]) == pytest.approx((2 / 3, 0.0, 1.0))
+    # gap 1: p1 ✓ p2 ✓ (Education), p3 ✗ (Drama) → 2/3; two questions
+    assert bounds(first[1]["accuracy_ci"]) == pytest.approx(stat_reference.rate([1, 1, 0], "EED"))
     assert first[None]["accuracy_ci"].estimate == pytest.approx(0.625) and first[1]["main"]
     sweep = next(r for r in curves if r["run_id"] == fx.runs["alpha_sweep"])
     assert not sweep["main"] and "sweep" in sweep["label"]
@@ -183,9 +184,12 @@ def test_shortcut_audit_computed_from_the_benchmark_or_from_a_run_and_flagged(st
         audit = {r["shortcut"]: r for r in science.shortcut_audit(analytics, {"id": fx.benchmark_id}, BOOT)}
     longer = audit["shortcut/longer-answer"]
     assert longer["source"] == "main run (retrieved, domain)"
-    assert bounds(longer["accuracy_ci"]) == pytest.approx((1.0, 1.0, 1.0)) and longer["flagged"] is True
-    # against 50 %: each question's total is +1 (two pairs × ½); of the four sign flips two reach 2
-    assert longer["accuracy_ci"].p_value == pytest.approx(0.5)
+    # 4 of 4 right in two questions: not a zero-width [100, 100]
+    assert bounds(longer["accuracy_ci"]) == pytest.approx(stat_reference.rate([1, 1, 1, 1], "EEDD"))
+    # two questions cannot show a shortcut beyond chance (t on 1 df): not flagged, and the p agrees
+    assert longer["accuracy_ci"].low < 0.5 and longer["flagged"] is False
+    # against 50 %: the score test on t(1), as wide as the interval allows
+    assert longer["accuracy_ci"].p_value == pytest.approx(stat_reference.rate_p([1, 1, 1, 1], "EEDD", 0.5))
 
 
 def test_leaderboard_json_and_the_simulated_label(store: Any) -> None:
@@ -194,12 +198,14 @@ def test_leaderboard_json_and_the_simulated_label(store: Any) -> None:
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["simulated"] is True  # the fixture's ledger holds a call of the sim provider
-    assert data["intervals"] == {"level": 0.95, "unit": "question", "resamples": 2000, "seed": settings.project.seed,
-                                 "p_value": "sign-flip test over questions"}
+    assert {k: data["intervals"][k] for k in ("level", "unit", "seed")} == {
+        "level": 0.95, "unit": "question", "seed": settings.project.seed}
+    assert "Wilson" in data["intervals"]["rate"] and "t" in data["intervals"]["difference"]
     alpha = next(r for r in data["rows"] if r["judge"] == "alpha")
-    assert alpha["retrieved_ci"] == {"estimate": 0.625, "low": 0.25, "high": 1.0, "n": 4, "clusters": 2,
-                                     "level": 0.95}
-    assert alpha["difference_ci"]["p_value"] == pytest.approx(1.0)
+    est, low, high = stat_reference.rate([1, 1, 0, 0.5], "EEDD")
+    assert alpha["retrieved_ci"] == {"estimate": est, "low": pytest.approx(low), "high": pytest.approx(high), "n": 4,
+                                     "clusters": 2, "level": 0.95, "df": 1, "method": data["intervals"]["rate"]}
+    assert alpha["difference_ci"]["p_value"] == pytest.approx(stat_reference.difference([1, 0, -0.5, 0], "EEDD")[3])
     report = settings.root / "r.html"
     printed = CliRunner().invoke(main, ["--project", str(settings.root), "report", str(report)])
     assert 'id="simulated"' in report.read_text() and "SIMULATED" in report.read_text()
@@ -220,7 +226,8 @@ def test_sweeps_carry_intervals_and_a_paired_difference_to_the_main_run(an: Any)
     sweep = next(r for r in rows if r["run_id"] == fx.runs["alpha_sweep"])
     assert sweep["accuracy_ci"].estimate == pytest.approx(sweep["accuracy"]) == 1.0
     assert sweep["main_accuracy_ci"].estimate == pytest.approx(sweep["main_accuracy"]) == pytest.approx(0.625)
-    # sweep − main per pair: p1 0, p2 0 (Education), p3 +1, p4 +½ (Drama) → per question 0 and +¾:
-    # resamples 0, ¾ and ⅜ (twice) → [0, ¾]; sign flips of (0, +1.5) all reach 1.5 → p = 1
+    # sweep − main per pair: p1 0, p2 0 (Education), p3 +1, p4 +½ (Drama) → per question 0 and +¾
     diff = sweep["difference_ci"]
-    assert bounds(diff) == pytest.approx((0.375, 0.0, 0.75)) and diff.p_value == pytest.approx(1.0)
+    est, low, high, p = stat_reference.difference([0, 0, 1, 0.5], "EEDD")
+    assert bounds(diff) == pytest.approx((est, low, high)) and diff.p_value == pytest.approx(p)
+    assert diff.p_sign_flip == pytest.approx(1.0)  # sign flips of (0, +1.5) all reach 1.5

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from playlisteval.analytics.provenance import provenance
+from playlisteval.analytics.small_sample import DIFFERENCE_METHOD, RATE_METHOD
 from playlisteval.analytics.rates import Bootstrap, is_simulated, json_ready, leaderboard
 from playlisteval.analytics.runner import Analytics
 from playlisteval.config import Settings
@@ -28,7 +29,9 @@ def leaderboard_document(an: Analytics, settings: Settings, bench: dict[str, Any
     evidence = str((proto or {}).get("evidence") or settings.eval.evidence)
     return {"benchmark": bench["name"] if bench else None, "simulated": is_simulated(an.engine),
             "intervals": {"level": boot.level, "unit": boot.unit, "resamples": boot.resamples,
-                          "seed": boot.seed, "p_value": f"sign-flip test over {boot.unit}s"},
+                          "seed": boot.seed, "rate": RATE_METHOD, "difference": DIFFERENCE_METHOD,
+                          "p_value": f"each interval's own test over {boot.unit}s (paired differences also "
+                                     f"p_sign_flip: exact sign flips of the {boot.unit}s' totals)"},
             "rows": [json_ready(r) for r in rows],
             "provenance": provenance(an.engine, settings, bench["id"] if bench else None, version=version),
             **leaderboard_keys(an, bench, boot, evidence)}

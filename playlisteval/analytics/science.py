@@ -129,7 +129,7 @@ def _computed(an: Analytics, bench: dict[str, Any], boot: Bootstrap, spec: str) 
 
 def shortcut_audit(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
     """One row per shortcut (per main forward run of it, or computed, or "not run"): accuracy with its
-    interval and its sign-flip p against 50 %; ``flagged`` when the interval excludes 50 %."""
+    interval and its p against 50 % (the interval's own score test); ``flagged`` when the interval excludes 50 %."""
     if bench is None:
         return []
     base, params = main_sql(bench, "f.judge LIKE 'shortcut/%'")

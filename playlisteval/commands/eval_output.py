@@ -2,7 +2,9 @@
 
 A run with errors is never shown as a plain result: its accuracy is over the pairs it judged, with the
 errors counted beside it, a line says how to ask them again, and the command exits INCOMPLETE (3) —
-PAUSED (4) when the budget stopped it — so a script can tell.
+PAUSED (4) when the budget stopped it — so a script can tell. Nor is a broken judge (issue 40): each run's
+verdict mix stands beside its accuracy, a run flagged unhealthy (analytics/verdict_health.py) gets a loud
+warning naming it and its share, and one flagged for replies without a verdict exits FLAGGED (6).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from playlisteval.commands.support import console, err_console
 
 if TYPE_CHECKING:
     from playlisteval.analytics.rates import RunIntervals
+    from playlisteval.analytics.verdict_health import Health
     from playlisteval.eval.judge import RunSummary
     from playlisteval.eval.options import JudgeOptions
     from playlisteval.eval.retrieval import RetrievalSummary
@@ -36,9 +39,10 @@ def ci(value: Any) -> str:
     return "-" if value is None else fmt(value, "ci").replace(" ", "% ", 1)
 
 
-def judge_json(s: RunSummary, intervals: RunIntervals | None = None) -> dict[str, Any]:
+def judge_json(s: RunSummary, intervals: RunIntervals | None = None, health: Health | None = None) -> dict[str, Any]:
     overall, by_domain = intervals or (None, {})
-    return {"run_id": s.run_id, "judge": s.judge, "state": s.state, "pairs": s.pairs, "judged": s.judged,
+    return {"health": health.as_dict() if health else None,
+            "run_id": s.run_id, "judge": s.judge, "state": s.state, "pairs": s.pairs, "judged": s.judged,
             "accuracy_ci": overall.as_dict() if overall else None,
             "by_domain_ci": {d: v.as_dict() if v else None for d, v in by_domain.items()},
             "judged_now": s.judged_now, "no_verdict": s.no_verdict, "ties": s.outcomes.get("tie", 0),
@@ -49,29 +53,37 @@ def judge_json(s: RunSummary, intervals: RunIntervals | None = None) -> dict[str
 
 
 def print_judge_table(summaries: list[RunSummary], options: JudgeOptions,
-                      intervals: dict[int, RunIntervals] | None = None) -> None:
-    """The runs' accuracies, each with its 95 % interval (bootstrap over questions) when ``intervals``:
-    a row per run, then a row per domain (rows, not columns: a panel over seven domains still fits)."""
+                      intervals: dict[int, RunIntervals] | None = None,
+                      health: dict[int, Health] | None = None) -> None:
+    """The runs' accuracies, each with its 95 % interval (clustered by question) when ``intervals``
+    and its verdict mix when ``health``: a row per run, then a row per domain (rows, not columns: a panel
+    over seven domains still fits)."""
     cis = intervals or {}
+    mixes = health or {}
     sides = "swapped" if options.swap else "forward"
     table = Table(title=f"{options.evidence} evidence, scope {options.scope}, {options.modality}, {sides}")
-    for column in ("run", "judge", "domain", "judged", "accuracy", "no verdict", "errors", "state"):
+    for column in ("run", "judge", "domain", "judged", "accuracy", "verdicts", "errors", "state"):
         # long names fold; numbers wrap at spaces
         table.add_column(column, justify="left" if column in ("judge", "domain", "state") else "right",
                          overflow="fold" if column in ("judge", "domain") else "ellipsis")
     for s in sorted(summaries, key=lambda x: (x.accuracy is None, -(x.accuracy or 0.0), x.judge)):
         overall, by_domain = cis.get(s.run_id, (None, {}))
+        h = mixes.get(s.run_id)
+        # the mix ('2/44 no verdict (1 refusal) · A 52 %'); a flagged run's accuracy and state in red
+        mix = Text(h.verdicts_mix if h else f"{s.no_verdict} no verdict"
+                   + (f" ({s.outcomes['tie']} tie)" if s.outcomes.get("tie") else ""),
+                   style="bold red" if h and h.flagged else "")
+        flagged = "bold red" if h and h.flagged else ""
         table.add_row(str(s.run_id), Text(s.judge), "all", f"{s.judged}/{s.pairs}",
-                      ci(overall) if overall else pct(s.accuracy),
-                      str(s.no_verdict) + (f" ({s.outcomes['tie']} tie)" if s.outcomes.get("tie") else ""),
-                      str(s.errors), s.state)
+                      Text(ci(overall) if overall else pct(s.accuracy), style=flagged), mix,
+                      str(s.errors), Text(s.state + ("\nUNHEALTHY" if flagged else ""), style=flagged))
         for d in sorted(s.by_domain):
             shown = by_domain.get(d)
             table.add_row("", "", Text(d), str(shown.n) if shown else "", ci(shown) if shown else pct(s.by_domain[d]),
                           "", "", "")
     console.print(table)
     console.print(Text("accuracy is over the judged pairs (no verdict counts 0.5); errors are not judged"
-                       + ("; [95 % interval] from a bootstrap over questions" if cis else ""), style="dim"))
+                       + ("; [95 % interval] clustered by question" if cis else ""), style="dim"))
     for s in summaries:
         report_problems(s)
 
@@ -92,10 +104,30 @@ def report_problems(s: RunSummary) -> None:
         err_console.print(Text(f"  {message}"))
 
 
-def judge_exit(summaries: list[RunSummary]) -> int:
+def report_unhealthy(summaries: list[RunSummary], health: dict[int, Health]) -> None:
+    """One loud warning per run flagged unhealthy (issue 40), naming the run and the share, on stderr
+    (the JSON lines stay alone on stdout)."""
+    from playlisteval.analytics.verdict_health import consequence
+
+    for s in summaries:
+        h = health.get(s.run_id)
+        if h is None or not h.flagged:
+            continue
+        err_console.print(Text(f"UNHEALTHY JUDGE RUN {s.run_id} ({s.judge}): {h.health.removeprefix('unhealthy: ')}",
+                               style="bold red"))
+        err_console.print(Text(f"  {consequence(h)}. Look at its replies (`playlisteval eval attribute "
+                               f"{s.run_id}`, `playlisteval show ITEM`) before reading its accuracy."))
+
+
+def judge_exit(summaries: list[RunSummary], health: dict[int, Health] | None = None) -> int:
+    """PAUSED, INCOMPLETE, then FLAGGED when a run's replies are mostly without a verdict (issue 40:
+    its accuracy would read as chance); one-letter answering is warned about, not an exit status."""
     if any(s.stopped == "budget" for s in summaries):
         return exitcodes.PAUSED
-    return exitcodes.DONE if all(s.state == "finished" for s in summaries) else exitcodes.INCOMPLETE
+    if not all(s.state == "finished" for s in summaries):
+        return exitcodes.INCOMPLETE
+    flagged = [s.run_id for s in summaries if (h := (health or {}).get(s.run_id)) and h.no_verdict_flagged]
+    return exitcodes.FLAGGED if flagged else exitcodes.DONE
 
 
 def print_gate_problems(gate: GateReport) -> None:
@@ -115,7 +147,7 @@ def gate_exit(gate: GateReport) -> int:
 
 
 def print_retrieval(s: RetrievalSummary, intervals: dict[str, Any] | None = None) -> None:
-    """The run's rates, each with its 95 % interval (bootstrap over questions) when ``intervals``."""
+    """The run's rates, each with its 95 % interval (clustered by question) when ``intervals``."""
     cis = intervals or {}
     named = f"variant {s.variant} = {s.embedder}" if s.variant else s.embedder
     table = Table(title=f"retriever {named} (run {s.run_id})")
@@ -131,7 +163,7 @@ def print_retrieval(s: RetrievalSummary, intervals: dict[str, Any] | None = None
                   f"{s.index_bytes / 1e6:.2f}")
     console.print(table)
     if cis:
-        console.print(Text("[95 % interval] from a bootstrap over questions; nDCG in %", style="dim"))
+        console.print(Text("[95 % interval] clustered by question; nDCG in %", style="dim"))
     if s.errors:
         err_console.print(f"[yellow]{s.errors} question(s) could not be ranked[/] (errors, left out of the means):",
                           highlight=False)

@@ -35,7 +35,7 @@ def _shares(settings: Settings) -> list[Any]:
 @click.option("--json", "as_json", is_flag=True, help='Print {"gates": [...], "against": [...], "speeds": [...]}.')
 @click.pass_context
 def gates_cmd(ctx: click.Context, against: Path | None, as_json: bool) -> None:
-    """Per gate: questions decided, the share rejected with its 95% interval (cluster bootstrap by question),
+    """Per gate: questions decided, the share rejected with its 95% interval (clustered by question),
     and the source of the decisions: "real" (no sim model among the gate's calls), "simulated" or "mixed".
     Checker faults decided nothing and are counted apart. Below: each local (llama) model's speed per role."""
     from playlisteval.analytics.gate_shares import role_speeds

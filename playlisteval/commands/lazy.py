@@ -37,8 +37,8 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
     'worker': (('building',), 'Work the Redis queues (build items, index videos, the questions of '
                               "`select`'s difficulty gate and of `eval judge` runs) until stopped; "
                               'SIGTERM/SIGINT stop it cleanly.'),
-    'eval': (('eval_group', 'evaluate', 'judge_checks'), 'Evaluate judges and retrievers on the benchmark, or score '
-                                         'results produced elsewhere.'),
+    'eval': (('eval_group', 'evaluate', 'judge_checks', 'eval_import'),
+             'Evaluate judges and retrievers on the benchmark, or score results produced elsewhere.'),
     'select': (('evaluate',), 'Draw the benchmark from the accepted items (SPEC F).'),
     'export': (('evaluate',), 'Write the benchmark to OUT: data/test.parquet, data/test.jsonl, '
                               'README.md (a dataset card with the SPEC F4 statistics) and stats.json.'
@@ -81,8 +81,8 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
                         'a card per benchmark pair (the question, the gold with its citations linked into the '
                         'clips, the graded answers with their differences and causal records, the frames each '
                         'judge was served, every verdict), with filters.'),
-    'gates': (('gate_shares',), 'Per gate: questions decided, the share rejected with its 95% interval (cluster '
-                                'bootstrap by question), and the source of the decisions: "real" (no sim model '
+    'gates': (('gate_shares',), 'Per gate: questions decided, the share rejected with its 95% interval (clustered '
+                                'by question), and the source of the decisions: "real" (no sim model '
                                 'among the gate\'s calls), "simulated" or "mixed". Checker faults decided nothing and '
                                 "are counted apart. Below: each local (llama) model's speed per role."),
 }
