@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from playlisteval.analytics import best_of, multiplicity, power, small_sample, stability
+from playlisteval.analytics import best_of, multiplicity, power, sign_flips, small_sample, stability
 from playlisteval.analytics.intervals import (
     Interval,
     Labels,
@@ -124,7 +124,13 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     adjusted = multiplicity.holm([r["p_value"] for r in rows], alpha)
     for r, p, rejected in zip(rows, adjusted["adjusted"], adjusted["rejected"], strict=True):
         r["p_holm"], r["rejected"] = p, rejected
-    return {"evidence": evidence, "alpha": alpha, "power": power_, **_boot(boot),
+    clusters = max((r["difference"]["clusters"] for r in rows if r["difference"] is not None), default=0)
+    check_floor = min(1.0, adjusted["m"] * sign_flips.smallest_p(clusters)) if clusters else None
+    floor = ("the cluster-robust t's p has no floor (the old 2,000 sign flips could not go below 1/2001); "
+             + (f"the exact sign-flip check's smallest Holm-adjusted p is {adjusted['m']} × 2^(1 − {clusters}) "
+                f"= {check_floor:.2g}" if check_floor is not None else "no comparison to check"))
+    return {"evidence": evidence, "alpha": alpha, "power": power_, **_boot(boot), "smallest_p": floor,
+            "smallest_p_sign_flip_holm": check_floor,
             "method": (f"paired difference of main runs on common pairs, clustered by {boot.unit}; "
                        f"{small_sample.DIFFERENCE_METHOD}; {multiplicity.METHOD}; "
                        f"MDE at power {power_} from the pair's own ICC"),
@@ -216,7 +222,7 @@ def position_figures(obs: Observations, positions: dict[int, dict[str, float]], 
 
 def best_of_figures(obs: Observations, ratings: dict[int, dict[int, float]], evidence: str, boot: Bootstrap
                     ) -> list[dict[str, Any]]:
-    """Per judge's main run: best-of-5 from its pairwise verdicts (chance 20 %), with its interval."""
+    """Per judge's main run: best-of-5 from its pairwise verdicts (chance 20 % only with all four rivals judged; each row says its own), with its interval."""
     out = []
     for judge, run in sorted(obs.main_runs(evidence).items()):
         scores = obs.scores[run]
