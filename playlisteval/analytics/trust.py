@@ -222,7 +222,8 @@ def position_figures(obs: Observations, positions: dict[int, dict[str, float]], 
 
 def best_of_figures(obs: Observations, ratings: dict[int, dict[int, float]], evidence: str, boot: Bootstrap
                     ) -> list[dict[str, Any]]:
-    """Per judge's main run: best-of-5 from its pairwise verdicts (chance 20 % only with all four rivals judged; each row says its own), with its interval."""
+    """Per judge's main run: best-of-5 from its pairwise verdicts, with its interval (chance is 20 % only
+    where all four rivals were judged: each row carries its own)."""
     out = []
     for judge, run in sorted(obs.main_runs(evidence).items()):
         scores = obs.scores[run]
