@@ -15,7 +15,8 @@ is smallest at λ* = Cov(Y, f) / ((1 + n/N)·Var(f)) ("power tuning"). λ̂ is c
 interval is the classical one from the labels alone, so a useless model cannot make it wider; at 1 it is
 the original PPI. Var(f) in λ̂ pools the predictions of both sets (they share a distribution; the
 reference implementation, ``ppi_py``, does the same). Variances use ddof = 1; the interval is the normal
-(Wald) one, ``θ̂ ± z·SE``, and is not clipped to [0, 1] (clipping would hide that n is too small).
+(Wald) one, ``θ̂ ± z·SE``; for shares it is shown within [0, 1], the unclipped bounds kept beside it
+with a note (clipping alone would hide that n is too small).
 
 The classical interval beside it is the same normal interval of mean(Y) (so λ = 0 reproduces it exactly
 and the widths compare like with like); for 0/1 labels the Wilson interval is given too, which behaves
@@ -77,6 +78,18 @@ def _normal(estimate: float, se: float, z: float) -> tuple[float | None, float |
     return (None, None) if se <= 0 else (estimate - z * se, estimate + z * se)
 
 
+def _bounded(out: dict[str, Any]) -> dict[str, Any]:
+    """A share's interval within [0, 1] (issue 40: "87.5 [74.0, 101.0]" was printed): the normal interval
+    is kept as ``normal_low``/``normal_high`` and a note says it reached past the bounds — the sign that n
+    is too small for it, which clipping alone would hide."""
+    low, high = out["low"], out["high"]
+    if low is None or high is None or (0.0 <= low and high <= 1.0):
+        return out
+    note = "the normal interval reached past [0, 100] %: too few labels for it; shown clipped"
+    return {**out, "normal_low": low, "normal_high": high, "low": max(0.0, low), "high": min(1.0, high),
+            "note": f"{out['note']}; {note}" if out.get("note") else note}
+
+
 def classical_mean(labels: ArrayLike, level: float = LEVEL) -> dict[str, Any]:
     """The human-only estimate: mean(Y) with its normal interval (and Wilson's, for 0/1 labels)."""
     y = _values(labels, "labels")
@@ -87,9 +100,10 @@ def classical_mean(labels: ArrayLike, level: float = LEVEL) -> dict[str, Any]:
     low, high = _normal(estimate, se, z)
     binary = bool(np.all((y == 0) | (y == 1)))
     wilson = wilson_interval(int(y.sum()), len(y), level) if binary else None
-    return {"estimate": estimate, "low": low, "high": high, "standard_error": se, "n": len(y), "level": level,
-            "method": "normal interval of the labels' mean (ddof 1)",
-            "wilson": None if wilson is None else {"low": wilson[0], "high": wilson[1]}}
+    out = {"estimate": estimate, "low": low, "high": high, "standard_error": se, "n": len(y), "level": level,
+           "method": "normal interval of the labels' mean (ddof 1)",
+           "wilson": None if wilson is None else {"low": wilson[0], "high": wilson[1]}}
+    return _bounded(out) if binary else out
 
 
 def ppi_mean(labels: ArrayLike, predictions: ArrayLike, unlabelled: ArrayLike, *, level: float = LEVEL,
@@ -122,4 +136,5 @@ def ppi_mean(labels: ArrayLike, predictions: ArrayLike, unlabelled: ArrayLike, *
            "effective_labelled_n": gain, "method": method, "classical": classical}
     if low is None:
         out["note"] = "no interval: the labelled residuals and the unlabelled predictions show no variation"
-    return out
+    shares = all(bool(np.all((x >= 0) & (x <= 1))) for x in (y, f, g))
+    return _bounded(out) if shares else out
