@@ -18,6 +18,7 @@ import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import krippendorff
@@ -83,7 +84,23 @@ def alpha_interval(counts: np.ndarray, *, seed: int, resamples: int, level: floa
     if len(kept) < max(2, resamples // 2):
         return None
     low, high = percentile_interval(kept, level)
-    return [low, high]
+    if high > low:
+        return [low, high]
+    return _perfect_alpha_interval(pairable, level)
+
+
+def _perfect_alpha_interval(pairable: np.ndarray, level: float) -> list[float] | None:
+    """Every resample agrees perfectly (alpha 1): not [1, 1] (issue 40). Alpha is 1 − D_o / D_e; with no
+    disagreement seen among the units, D_o is bounded by Wilson's upper bound for 0 of the units, so alpha
+    ≥ 1 − that bound / D_e (D_e, the disagreement expected by chance, from the values' totals)."""
+    totals = pairable.sum(axis=0)
+    n = float(totals.sum())
+    expected = 1.0 - float((totals * (totals - 1)).sum()) / (n * (n - 1)) if n > 1 else 0.0
+    if expected <= 0:  # one value only: alpha is undefined, so is its interval
+        return None
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    bound = z * z / (len(pairable) + z * z)
+    return [max(-1.0, 1.0 - bound / expected), 1.0]
 
 
 def _rate(values: list[float], clusters: list[Any], seed: int, resamples: int, level: float
