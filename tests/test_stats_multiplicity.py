@@ -82,3 +82,16 @@ def test_invalid_p_values_are_refused() -> None:
             holm_adjust(bad)
     with pytest.raises(ValueError, match="alpha"):
         holm([0.1], alpha=0)
+
+
+def test_adjust_family_names_the_family_and_adjusts_by_hand() -> None:
+    from playlisteval.analytics.intervals import Interval
+    from playlisteval.analytics.multiplicity import adjust_family
+
+    ivs = [Interval(0.1, 0.0, 0.2, 10, 5, p_value=p) for p in (0.01, 0.04, 0.03)] + [None,
+                                                                                     Interval(0.5, 0.4, 0.6, 10, 5)]
+    got = adjust_family(ivs, "scope steps")
+    # sorted 0.01, 0.03, 0.04 → ×3, ×2, ×1 → 0.03, 0.06, 0.04 → running max 0.03, 0.06, 0.06
+    assert [g.p_holm if g else None for g in got] == pytest.approx([0.03, 0.06, 0.06, None, None])
+    assert got[0] is not None and got[0].family == "scope steps: Holm over 3"
+    assert got[0].as_dict()["family"] == "scope steps: Holm over 3" and got[4] is ivs[4] and got[3] is None

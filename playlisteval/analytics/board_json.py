@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from playlisteval.analytics.provenance import provenance
-from playlisteval.analytics.small_sample import DIFFERENCE_METHOD, RATE_METHOD
 from playlisteval.analytics.rates import Bootstrap, is_simulated, json_ready, leaderboard
 from playlisteval.analytics.runner import Analytics
+from playlisteval.analytics.small_sample import DIFFERENCE_METHOD, RATE_METHOD
 from playlisteval.config import Settings
 from playlisteval.store import protocol
 

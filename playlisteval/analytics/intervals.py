@@ -50,6 +50,8 @@ class Interval:
     method: str = ""  # how the interval and p were computed (small_sample's RATE_METHOD / DIFFERENCE_METHOD)
     df: int | None = None  # degrees of freedom of the t quantile (K − 1)
     p_sign_flip: float | None = None  # a difference's exact (or Monte-Carlo) sign-flip p over its clusters
+    p_holm: float | None = None  # p adjusted within its family (multiplicity.adjust_family)
+    family: str | None = None  # the named family of tests p_holm was adjusted in, with its size
 
     @property
     def has_interval(self) -> bool:
@@ -67,6 +69,8 @@ class Interval:
             out["p_value"], out["null"] = self.p_value, self.null
         if self.p_sign_flip is not None:
             out["p_sign_flip"] = self.p_sign_flip
+        if self.family is not None:
+            out["p_holm"], out["family"] = self.p_holm, self.family
         return out
 
 

@@ -13,11 +13,14 @@ and counting it would penalise the tests that exist for one that does not.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from playlisteval.analytics.intervals import Interval
 
 METHOD = "Holm step-down (family-wise error rate), None entries excluded from the family"
 
@@ -54,3 +57,13 @@ def _checked(p: float, i: int) -> float:
     if math.isnan(value) or not 0 <= value <= 1:
         raise ValueError(f"p-value #{i} is {p!r}, not a number between 0 and 1 (use None for an untested one)")
     return value
+
+
+def adjust_family(tests: Sequence[Interval | None], family: str) -> list[Interval | None]:
+    """Each interval with its p Holm-adjusted within the named ``family`` (issue 40: every p-value a page
+    prints belongs to a family with its correction); intervals without a p are returned as they are."""
+    adjusted = holm_adjust([None if iv is None else iv.p_value for iv in tests])
+    m = sum(a is not None for a in adjusted)
+    name = f"{family}: Holm over {m}"
+    return [iv if iv is None or a is None else dataclasses.replace(iv, p_holm=a, family=name)
+            for iv, a in zip(tests, adjusted, strict=True)]

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.analytics import intervals
 from playlisteval.analytics.intervals import Interval
+from playlisteval.analytics.multiplicity import adjust_family
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.tabular import interval_label
 from playlisteval.config import Settings
@@ -172,6 +173,10 @@ def leaderboard(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, *,
         (pick(paired, (r["judge"],), r["domain"]), 0, 0.0))])
     for i, r in enumerate(rows):
         r["retrieved_ci"], r["uniform_ci"], r["difference_ci"] = cis[3 * i:3 * i + 3]
+    for overall, family in ((True, "retrieved − uniform, every judge"), (False, "retrieved − uniform by domain")):
+        part = [r for r in rows if (r["domain"] == "All") == overall]
+        for r, iv in zip(part, adjust_family([r["difference_ci"] for r in part], family), strict=True):
+            r["difference_ci"] = iv
     return rows
 
 
@@ -194,7 +199,9 @@ def judge_differences(an: Analytics, bench: dict[str, Any] | None, boot: Bootstr
                      [*params, evidence, *(name for pair in wanted for name in pair)], ("judge_a", "judge_b"), boot,
                      ("d",))
     out = []
-    for (a, b), diff in zip(wanted, boot.intervals([(sums.get(w), 0, 0.0) for w in wanted]), strict=True):
+    tested = adjust_family(boot.intervals([(sums.get(w), 0, 0.0) for w in wanted]),
+                           "judge − judge" + ("" if len(names) <= all_pairs_up_to else ", each with the next one down"))
+    for (a, b), diff in zip(wanted, tested, strict=True):
         if diff is not None:
             out.append({"judge_a": a, "judge_b": b, "evidence": evidence, "n": diff.n, "difference_ci": diff})
     return out
@@ -234,7 +241,7 @@ def scope_steps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, sc
                          "JOIN b AS l ON l.judge = s.judge AND l.x = s.large AND l.pair_id = s.pair_id",
                      [*params, *(v for step in wanted for v in step)], ("judge", "small", "large"), boot, ("d",))
     out = []
-    diffs = boot.intervals([(sums.get(step), 0, 0.0) for step in wanted])
+    diffs = adjust_family(boot.intervals([(sums.get(step), 0, 0.0) for step in wanted]), "corpus scope steps")
     for (judge, small, large), diff in zip(wanted, diffs, strict=True):
         if diff is not None:
             out.append({"judge": judge, "from": small, "to": large, "n": diff.n, "difference_ci": diff})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from playlisteval.analytics.multiplicity import adjust_family
 from playlisteval.analytics.rates import Bootstrap, Row, aggregate, bench_filter
 from playlisteval.analytics.runner import Analytics
 
@@ -46,6 +47,9 @@ def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) 
     for r in rows:
         for rate in BIAS_RATES:
             r[f"{rate}_ci"] = next(cis)
+    tested = adjust_family([r["forward_minus_reversed_ci"] for r in rows], "forward − swapped")
+    for r, iv in zip(rows, tested, strict=True):
+        r["forward_minus_reversed_ci"] = iv
     return rows
 
 
@@ -77,6 +81,7 @@ def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list
     cis = boot.intervals([want for r in rows for want in (
         (single.get((r["run_id"],)), 0, None), (single.get((r.get("main_run_id"),)), 0, None),
         (paired.get((r["run_id"],)), 0, 0.0))])
+    differences = adjust_family(cis[2::3], "sweep − main run")
     for i, r in enumerate(rows):
-        r["accuracy_ci"], r["main_accuracy_ci"], r["difference_ci"] = cis[3 * i:3 * i + 3]
+        r["accuracy_ci"], r["main_accuracy_ci"], r["difference_ci"] = cis[3 * i], cis[3 * i + 1], differences[i]
     return rows

@@ -15,10 +15,12 @@ Both appear in the report and in the exported dataset card (``card_section``), w
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Engine
 
+from playlisteval.analytics.intervals import Interval
+from playlisteval.analytics.multiplicity import adjust_family
 from playlisteval.analytics.rates import (
     Bootstrap,
     Row,
@@ -148,7 +150,12 @@ def shortcut_audit(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap)
             ci = boot.interval(sums, null=CHANCE)
             out.append({"shortcut": spec, "looks_at": looks_at, "source": source, "n": sums.n, "accuracy_ci": ci,
                         "flagged": ci is not None and ci.excludes(CHANCE)})
-    return out + blind_audit(an, bench, boot)
+    rows = out + blind_audit(an, bench, boot)
+    # one family: every shortcut and blind run tested against 50 % on this page (flags stay the intervals')
+    tested = [cast(Interval | None, r["accuracy_ci"]) for r in rows]
+    for r, iv in zip(rows, adjust_family(tested, "shortcuts and blind runs against 50 %"), strict=True):
+        r["accuracy_ci"] = iv
+    return rows
 
 
 #: a judge's first forward `--modality none` run per evidence and scope (issue 21): the same model with the

@@ -29,7 +29,10 @@ def fmt(value: Any, kind: str) -> str:
         return f"{100 * value.estimate:+.1f} {_bounds(value.low, value.high, '{:+.1f}')}"
     if kind == "p":
         p = value.p_value if hasattr(value, "p_value") else value
-        return "—" if p is None else "<0.001" if p < 0.001 else f"{p:.3f}"
+        if p is None:
+            return "—"
+        holm = getattr(value, "p_holm", None)
+        return _p(p) + ("" if holm is None else f" (Holm {_p(holm)})")
     if kind == "pct":
         return f"{100 * float(value):.1f}"
     if kind == "pct2":
@@ -49,6 +52,10 @@ def fmt(value: Any, kind: str) -> str:
     if kind == "bool":
         return "yes" if value else "no"
     return str(value)
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,9 @@ LEADERBOARD_COLS = [Col("judge_shown", "Judge"), Col("retrieved_ci", "Retrieved 
                     Col("uniform_ci", "Uniform % [CI]", "ci"), Col("difference_ci", "Δ pts [CI]", "cipts"),
                     Col("difference_ci", "p (Δ)", "p"), Col("n_retrieved", "Pairs", "int"),
                     Col("no_verdict_retrieved", "No verdict", "int"), Col("errors_retrieved", "Errors", "int"),
-                    Col("status", "Status")]
+                    Col("status", "Status"),
+                    # issue 40: how the replies ended, and the flag of a run over [analytics] max_*_share
+                    Col("verdicts_retrieved", "Verdicts (retrieved)"), Col("health", "Verdict health")]
 
 def display(rows: Sequence[dict[str, Any]], columns: Sequence[Col]) -> DisplayTable:
     return DisplayTable(
