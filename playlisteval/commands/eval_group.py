@@ -104,8 +104,11 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
     media resolution, audio, retriever), named by their hash (in --json). Main: the judge's run with the
     configured [eval] options — the one the leaderboard shows; any other is a sweep, and `varies` says
     what it changes. State: finished (every pair judged), incomplete (errors or pairs left: run the
-    same `eval judge` command again), running (a pass under way, or cut short).
-    Accuracy is over the judged pairs (no verdict counts 0.5); errors are never judged.
+    same `eval judge` command again), running (a pass under way, or cut short). Imported: verdicts made
+    elsewhere and brought in by `eval import` (the file is named; no spend is recorded).
+    Accuracy is over the judged pairs (no verdict counts 0.5); errors are never judged. Verdicts: the
+    replies without a verdict (refusals, ties) and the share of A; UNHEALTHY past [analytics]
+    max_no_verdict_share / max_one_letter_share (`health` in --json; issue 40).
     """
     from playlisteval.commands.support import settings_of
     from playlisteval.eval.runs import list_runs
@@ -113,6 +116,10 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
 
     settings = settings_of(ctx)
     found = list_runs(settings, open_store(settings), benchmark, judge)
+    # each run's verdict health from the analytics view (issue 40): the same flag the leaderboard shows
+    from playlisteval.analytics.verdict_health import health_of
+
+    health = health_of(settings, [info.run_id for info in found]) if found else {}
     if as_json:
         from playlisteval.analytics.provenance import provenance
 
@@ -120,13 +127,15 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
         for info in found:
             if info.benchmark not in blocks:
                 blocks[info.benchmark] = provenance(open_store(settings), settings, info.benchmark)
-            click.echo(json.dumps({**info.as_json(), "provenance": blocks[info.benchmark]}))
+            h = health.get(info.run_id)
+            click.echo(json.dumps({**info.as_json(), "health": h.as_dict() if h else None,
+                                   "provenance": blocks[info.benchmark]}))
         return
     if not found:
         console.print("[dim]no judge runs yet: `playlisteval eval judge` makes them[/]")
         return
     table = Table(title="judge runs")
-    for column in ("run", "judge", "options", "state", "judged", "errors", "accuracy"):
+    for column in ("run", "judge", "options", "state", "judged", "verdicts", "errors", "accuracy"):
         numeric = column in ("run", "judged", "errors", "accuracy")
         table.add_column(column, justify="right" if numeric else "left", overflow="fold",
                          no_wrap=column in ("state", "accuracy"))
@@ -135,10 +144,19 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
         where = " · ".join([str(opts.get("evidence", "?")), str(opts.get("scope", "?")),
                             "swapped" if opts.get("swap") else "forward"])
         what = f"{where}\n" + ("main" if info.main else f"sweep: {info.varies or 'a repeat of the main run'}")
+        if info.imported:  # verdicts made elsewhere (`eval import`): say so, with the file they came from
+            what += f"\nimported from {info.settings.get('import_file')}"
+        h = health.get(info.run_id)
+        red = "bold red" if h and h.flagged else ""
         table.add_row(str(info.run_id), Text(f"{info.judge}\n{info.benchmark}"), Text(what), c.state,
-                      f"{c.judged}/{c.pairs}" + (f"\n{c.no_verdict} no verdict" if c.no_verdict else ""),
-                      str(c.errors), "-" if info.accuracy is None else f"{100 * info.accuracy:.1f}%")
+                      f"{c.judged}/{c.pairs}" + (f"\n{c.no_verdict} no verdict" if c.no_verdict and not h else ""),
+                      Text(h.verdicts_mix if h else "", style=red), str(c.errors),
+                      Text(("-" if info.accuracy is None else f"{100 * info.accuracy:.1f}%") + (" !" if red else ""),
+                           style=red))
     console.print(table)
+    for info in found:  # what the ! means, per run: its accuracy is not a measurement of judging
+        if (h := health.get(info.run_id)) and h.flagged:
+            console.print(Text(f"! run {info.run_id} ({info.judge}): {h.health}", style="bold red"))
 
 
 @eval_group.command("drop")

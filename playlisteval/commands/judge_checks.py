@@ -36,6 +36,10 @@ def _runs_to_attribute(settings: Any, run: int | None) -> list[int]:
     return [int(r["run_id"]) for r in rows]
 
 
+_IMPORTED_NOTE = ("imported (`eval import`): what its judge was shown is not on record, so its wrong verdicts "
+                  "cannot be split by evidence (the categories read nothing served); the no-verdict count is exact")
+
+
 @eval_group.command("attribute")
 @click.argument("run", type=int, required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run: counts, shares_ci, examples.")
@@ -51,13 +55,17 @@ def attribute_cmd(ctx: click.Context, run: int | None, as_json: bool) -> None:
     runs = _runs_to_attribute(settings, run)
     if not runs:
         raise click.ClickException("no judge runs yet: run `playlisteval eval judge` first")
+    from playlisteval.eval.imported import imported_runs
+
+    imported = imported_runs(engine)  # issue 40: runs whose served evidence is not on record
     for run_id in runs:
         try:
             result = attribute(engine, run_id, seed=settings.project.seed)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from None
         if as_json:
-            emit_json(result.as_json())
+            marked = {"imported": True, "note": _IMPORTED_NOTE} if run_id in imported else {}
+            emit_json({**result.as_json(), **marked})
             continue
         table = Table(title=f"run {run_id}: {result.judge}, {result.evidence} evidence, scope {result.scope} — "
                             f"{result.failed} of {result.judged} judgments wrong or without a verdict")
@@ -67,9 +75,11 @@ def attribute_cmd(ctx: click.Context, run: int | None, as_json: bool) -> None:
             shown = ", ".join(f"pair {e['pair_id']} (item {e['item_id']})" for e in result.examples[c])
             table.add_row(Text(LABELS[c]), str(result.counts[c]), _ci(result.shares[c]), Text(shown))
         console.print(table)
+        if run_id in imported:
+            err_console.print(Text(f"run {run_id}: {_IMPORTED_NOTE}", style="yellow"))
     if not as_json:
-        console.print(Text("shares of the run's wrong + no-verdict judgments; intervals from a bootstrap over "
-                           "questions", style="dim"))
+        console.print(Text("shares of the run's wrong + no-verdict judgments; intervals clustered by "
+                           "question", style="dim"))
 
 
 @eval_group.command("correlate")
@@ -78,7 +88,8 @@ def attribute_cmd(ctx: click.Context, run: int | None, as_json: bool) -> None:
 @click.pass_context
 def correlate_cmd(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Correlate each judge's main-run accuracy with a published score (FILE: CSV of judge, score): Pearson
-    and Spearman with bootstrap intervals and p-values; the report draws the scatter."""
+    and Spearman, each with its Fisher-z interval and a permutation p (exact over all orderings up to 9
+    judges); the report draws the scatter."""
     from playlisteval.analytics import Analytics
     from playlisteval.analytics.external import (
         CorrelateInputError,
@@ -121,11 +132,10 @@ def _print_correlation(out: dict[str, Any]) -> None:
     if c is None:
         err_console.print(Text(f"no correlation: {out['why_none']}"), style="yellow")
     else:
-        for name in ("pearson", "spearman"):
-            v = c[name]
-            interval = "no interval" if v["low"] is None else f"[{v['low']:.3f}, {v['high']:.3f}]"
-            console.print(f"{name.capitalize()} r = {v['estimate']:.3f} {interval}, p = {v['p_value']:.3g} "
-                          f"(n = {c['n']} judges)", highlight=False)
+        from playlisteval.analytics.correlation import summary
+
+        for name in ("pearson", "spearman"):  # the interval and the p named on the line (issue 40)
+            console.print(Text(f"{summary(c, name)}; n = {c['n']} judges"))
     if out["missing_here"]:
         err_console.print(Text("in the file but without a main run here: " + ", ".join(out["missing_here"])),
                           style="yellow")

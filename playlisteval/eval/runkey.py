@@ -22,6 +22,11 @@ from typing import Any
 
 AXES = ("evidence", "scope", "swap")  # what the tables split by; not part of a run's variant
 NOT_RECORDED = "options not recorded"
+# where an imported run's verdicts came from (eval/imported.py, issue 40): part of its identity (hash),
+# not of its variant — it says nothing about what the judge saw, so an import made with the protocol's
+# options is its judge's main run like a run made here
+IMPORTED = "imported"
+PROVENANCE = (IMPORTED, "import_file", "import_sha256")
 
 
 def canonical(options: Mapping[str, Any]) -> str:
@@ -37,7 +42,12 @@ def options_hash(options: Mapping[str, Any] | None) -> str:
 
 
 def variant(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if k not in AXES}
+    return {k: v for k, v in options.items() if k not in AXES and k not in PROVENANCE}
+
+
+def is_imported(options: Mapping[str, Any] | None) -> bool:
+    """Whether a run's recorded settings say its verdicts were imported (`eval import`), not asked here."""
+    return bool(options and options.get(IMPORTED))
 
 
 def variant_hash(options: Mapping[str, Any] | None) -> str:

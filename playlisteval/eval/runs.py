@@ -122,7 +122,12 @@ class RunInfo:
                 "options_hash": self.options_hash, "settings": self.settings, "varies": self.varies,
                 "main": self.main, "state": c.state, "pairs": c.pairs, "judged": c.judged,
                 "no_verdict": c.no_verdict, "errors": c.errors, "pending": c.pending, "accuracy": self.accuracy,
-                "error_messages": self.errors}
+                "error_messages": self.errors, "imported": self.imported}
+
+    @property
+    def imported(self) -> bool:
+        """Made by `eval import` from verdicts given elsewhere (eval/imported.py), not asked here."""
+        return runkey.is_imported(self.settings)
 
 
 def list_runs(settings: Settings, engine: Engine, benchmark: str | None = None,
