@@ -63,3 +63,14 @@ def difference(d: Sequence[float], clusters: Sequence[Any], level: float = 0.95)
     q = float(stats.t.ppf(0.5 + level / 2, k - 1))
     m = float(y.mean())
     return m, max(-1.0, m - q * se), min(1.0, m + q * se), float(2 * stats.t.sf(abs(m) / se, k - 1))
+
+
+def dyadic_variance(values: Sequence[float], first: Sequence[Any], second: Sequence[Any]) -> float:
+    """Σ e_i·e_j over every two observations whose unit sets {first, second} intersect (i = j included),
+    × G/(G − 1) / N², by a double loop — no floor (the package's takes the max with the one-way CR2)."""
+    y = np.asarray(values, dtype=float)
+    e = y - y.mean()
+    sets = [{str(a), str(b)} for a, b in zip(first, second, strict=True)]
+    shared = sum(e[i] * e[j] for i in range(len(y)) for j in range(len(y)) if sets[i] & sets[j])
+    g = len(set().union(*sets))
+    return float(shared * g / (g - 1) / len(y) ** 2)

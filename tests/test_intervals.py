@@ -187,3 +187,20 @@ def test_integer_codes_number_clusters_as_labels_do_and_give_the_same_intervals(
     assert intervals.cluster_codes(np.zeros(0, dtype=np.int64)).tolist() == []
     with pytest.raises(ValueError, match="cluster labels"):
         cluster_sums([1.0, 2.0], np.array([1], dtype=np.int64))
+
+
+def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
+    """A pair cites two videos; pairs sharing either are correlated (issue 40: "by video" was the first's)."""
+    from tests import stat_reference
+
+    rng = np.random.default_rng(9)
+    first = rng.integers(0, 6, 50)
+    second = np.where(rng.random(50) < 0.3, first, rng.integers(0, 6, 50))  # some pairs within one video
+    effect = rng.normal(0, 0.4, 6)  # a video's difficulty reaches every pair that cites it
+    values = (rng.random(50) < 1 / (1 + np.exp(-(effect[first] + effect[second])))).astype(float)
+    sums, counts, members = intervals.dyad_sums(values, first.tolist(), second.tolist())
+    by_loop = stat_reference.dyadic_variance(values, first, second)
+    one_way = stat_reference.cr2_variance(values, [f"{min(a, b)}-{max(a, b)}" for a, b in zip(first, second, strict=True)])
+    assert small_sample.dyadic_variance(sums, counts, members) == pytest.approx(max(by_loop, one_way), rel=1e-9)
+    iv = cluster_mean(values, first.tolist(), second=second.tolist())
+    assert iv.df == len(set(first) | set(second)) - 1 and iv.p_sign_flip is None

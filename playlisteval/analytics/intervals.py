@@ -30,8 +30,9 @@ RESAMPLES = 2000  # Monte-Carlo draws of a sign-flip check that is neither enume
 
 #: One cluster label per observation: any hashable values, or integer codes in an array (numbered faster).
 Labels = Sequence[Hashable] | NDArray[Any]
-#: A rate to compute: its cluster sums, cluster counts and null value (None: no test; 0.0: a difference).
-Request = tuple[ArrayLike, ArrayLike, float | None]
+#: A rate to compute: its cluster sums, cluster counts and null value (None: no test; 0.0: a difference),
+#: and optionally the clusters' two units each (dyadic clusters, ``interval_from_sums``'s ``members``).
+Request = tuple[ArrayLike, ArrayLike, float | None] | tuple[ArrayLike, ArrayLike, float | None, ArrayLike | None]
 
 
 @dataclass(frozen=True)
@@ -130,29 +131,47 @@ def _canonical(sums: ArrayLike, counts: ArrayLike, level: float) -> tuple[NDArra
     return s[order], n[order]
 
 
+def _members(members: ArrayLike | None, sums: ArrayLike, counts: ArrayLike) -> NDArray[np.int64] | None:
+    """Dyadic clusters' two units, in the canonical order ``_canonical`` gives their sums (sum, count,
+    then the units, so that equal clusters cannot swap their members between runs)."""
+    if members is None:
+        return None
+    m = np.asarray(members, dtype=np.int64).reshape(-1, 2)
+    s, n = np.asarray(sums, dtype=np.float64).reshape(-1), np.asarray(counts, dtype=np.float64).reshape(-1)
+    if len(m) != len(s):
+        raise ValueError(f"{len(s)} clusters but {len(m)} members")
+    return m[np.lexsort((m[:, 1], m[:, 0], n, s))]
+
+
 
 def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int = 0, resamples: int = RESAMPLES,
-                       level: float = LEVEL, null: float | None = None, kind: str | None = None) -> Interval:
+                       level: float = LEVEL, null: float | None = None, kind: str | None = None,
+                       members: ArrayLike | None = None) -> Interval:
     """The rate Σ sums / Σ counts of K clusters with its interval (and, with ``null``, its p-value).
 
     ``kind``: "rate" (values in [0, 1]: Wilson with a design effect) or "difference" (paired a − b in
     [−1, 1]: cluster-robust t, with the sign-flip check); None: a difference when tested against 0 or when
     some cluster's mean lies outside [0, 1], else a rate. ``seed``/``resamples`` serve the sign-flip check
-    only when it can be neither enumerated nor computed exactly."""
+    only when it can be neither enumerated nor computed exactly. ``members``: for clusters that are pairs of
+    units (a pair's two videos), each one's two unit codes — the variance is then dyadic
+    (``small_sample.dyadic_variance``), df = units − 1, and there is no sign-flip check (flipping a pair of
+    videos' total alone is not a null of dyadic data)."""
+    m = _members(members, sums, counts)
     s, n = _canonical(sums, counts, level)
     estimate = float(s.sum() / n.sum())
     if kind is None:
         means = s / n
         kind = "difference" if null == 0.0 or bool(np.any((means < -1e-12) | (means > 1 + 1e-12))) else "rate"
     if kind == "rate":
-        low, high, p, df = small_sample.rate(s, n, level, null)
+        low, high, p, df = small_sample.rate(s, n, level, null, m)
         return Interval(estimate, low, high, int(round(n.sum())), len(s), level, p, null, small_sample.RATE_METHOD,
                         df or None)
     if kind != "difference":
         raise ValueError(f"unknown kind of rate {kind!r}: 'rate' or 'difference'")
     tested = 0.0 if null is None else null
-    low, high, p, df = small_sample.difference(s, n, level, tested)
-    check = sign_flips.sign_flip_p(s - tested * n, seed=seed, resamples=resamples) if len(s) >= 2 else None
+    low, high, p, df = small_sample.difference(s, n, level, tested, members=m)
+    check = (sign_flips.sign_flip_p(s - tested * n, seed=seed, resamples=resamples)
+             if len(s) >= 2 and m is None else None)
     return Interval(estimate, low, high, int(round(n.sum())), len(s), level, p, tested,
                     small_sample.DIFFERENCE_METHOD, df or None, check)
 
@@ -160,27 +179,52 @@ def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int = 0, res
 def intervals_from_sums(requests: Sequence[Request], *, seed: int = 0, resamples: int = RESAMPLES,
                         level: float = LEVEL) -> list[Interval]:
     """``interval_from_sums(sums, counts, null=null, …)`` of each request, in order."""
-    return [interval_from_sums(s, n, seed=seed, resamples=resamples, level=level, null=null)
-            for s, n, null in requests]
+    return [interval_from_sums(r[0], r[1], seed=seed, resamples=resamples, level=level, null=r[2],
+                               members=r[3] if len(r) > 3 else None)
+            for r in requests]
 
 
 def cluster_mean(values: ArrayLike, clusters: Labels | None = None, *, seed: int = 0, resamples: int = RESAMPLES,
-                 level: float = LEVEL, null: float | None = None, kind: str | None = None) -> Interval:
+                 level: float = LEVEL, null: float | None = None, kind: str | None = None,
+                 second: Labels | None = None) -> Interval:
     """The mean of ``values`` (pooled over observations) with its interval over the clusters; with
-    ``null``, also its p-value against that value."""
+    ``null``, also its p-value against that value. ``second``: each observation's second unit (the video
+    of a pair's second segment, when ``clusters`` holds the first's): the clusters are then dyadic."""
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if len(x) == 0:
         raise ValueError("a rate of no observations")
+    if second is not None and clusters is not None:
+        sums, counts, members = dyad_sums(x, clusters, second)
+        return interval_from_sums(sums, counts, seed=seed, resamples=resamples, level=level, null=null, kind=kind,
+                                  members=members)
     sums, counts = cluster_sums(x, clusters)
     return interval_from_sums(sums, counts, seed=seed, resamples=resamples, level=level, null=null, kind=kind)
 
 
+def dyad_sums(values: NDArray[np.float64], first: Labels, second: Labels
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    """Per unordered pair of units (first, second): the values' sum, their count and the two unit codes
+    (one numbering for both lists)."""
+    a, b = list(first), list(second)
+    if not len(a) == len(b) == len(values):
+        raise ValueError(f"{len(values)} values but {len(a)} and {len(b)} unit labels")
+    codes = cluster_codes(a + b)
+    lo, hi = np.minimum(codes[:len(a)], codes[len(a):]), np.maximum(codes[:len(a)], codes[len(a):])
+    dyads, inverse = np.unique(np.stack([lo, hi], axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    sums = np.bincount(inverse, weights=values, minlength=len(dyads)).astype(np.float64)
+    counts = np.bincount(inverse, minlength=len(dyads)).astype(np.float64)
+    return sums, counts, dyads.astype(np.int64)
+
+
 def cluster_difference(a: ArrayLike, b: ArrayLike, clusters: Labels | None = None, *,
-                       seed: int = 0, resamples: int = RESAMPLES, level: float = LEVEL) -> Interval:
+                       seed: int = 0, resamples: int = RESAMPLES, level: float = LEVEL,
+                       second: Labels | None = None) -> Interval:
     """Paired: ``a[i]`` and ``b[i]`` are one unit (a pair judged both ways) in cluster ``clusters[i]``.
     The mean difference a − b, its cluster-robust interval and p against no difference (and the sign-flip
     check)."""
     x, y = np.asarray(a, dtype=np.float64).reshape(-1), np.asarray(b, dtype=np.float64).reshape(-1)
     if len(x) != len(y):
         raise ValueError(f"a paired difference needs as many values on both sides ({len(x)} vs {len(y)})")
-    return cluster_mean(x - y, clusters, seed=seed, resamples=resamples, level=level, null=0.0, kind="difference")
+    return cluster_mean(x - y, clusters, seed=seed, resamples=resamples, level=level, null=0.0, kind="difference",
+                        second=second)

@@ -52,13 +52,43 @@ def t_p_value(statistic: float, df: int) -> float:
     return float(min(1.0, 2 * stats.t.sf(abs(statistic), df)))
 
 
-def cr2_variance(sums: NDArray[np.float64], counts: NDArray[np.float64]) -> float:
-    """The CR2 variance of the ratio ΣS / ΣN over clusters (None-free: needs ≥ 2 clusters)."""
+def cr2_variance(sums: NDArray[np.float64], counts: NDArray[np.float64],
+                 members: NDArray[np.int64] | None = None) -> float:
+    """The CR2 variance of the ratio ΣS / ΣN over clusters (needs ≥ 2 clusters); with ``members``, the
+    dyadic variance instead (``dyadic_variance``)."""
+    if members is not None:
+        return dyadic_variance(sums, counts, members)
     total = float(counts.sum())
     estimate = float(sums.sum()) / total
     residual = sums - estimate * counts
     leverage = counts / total
     return float(np.sum(residual**2 / (1.0 - leverage))) / total**2
+
+
+def dyadic_variance(sums: NDArray[np.float64], counts: NDArray[np.float64], members: NDArray[np.int64]) -> float:
+    """The variance of ΣS / ΣN when each cluster g is a *pair of units* (members[g] = its two units' codes,
+    equal when both segments lie in one video): a pair of questions is correlated when they share either
+    unit (issue 40: "by video" used the first segment's video only, though every pair cites two).
+
+    Dyadic-robust (Aronow, Samii & Assenova 2015; Cameron & Miller's multiway form): the sum of e_g·e_h
+    over every two clusters that share a unit is Σ_units (Σ_{g ∋ unit} e_g)² − Σ_{g: two units} e_g² (a
+    cluster with two units is otherwise counted once per unit), scaled by G/(G − 1) for G units. Never
+    below the one-way variance of the pairs of units themselves, which it must exceed in expectation."""
+    total = float(counts.sum())
+    residual = sums - float(sums.sum()) / total * counts
+    units = int(members.max()) + 1
+    by_unit = np.bincount(members[:, 0], weights=residual, minlength=units)
+    two = members[:, 0] != members[:, 1]
+    by_unit += np.bincount(members[two, 1], weights=residual[two], minlength=units)
+    shared = float(np.sum(by_unit**2) - np.sum(residual[two] ** 2))
+    g = unit_count(members)
+    dyadic = shared * g / (g - 1) / total**2 if g >= 2 else 0.0
+    return max(dyadic, cr2_variance(sums, counts))
+
+
+def unit_count(members: NDArray[np.int64]) -> int:
+    """How many distinct units the clusters' members name (the dyadic df is this − 1)."""
+    return len(np.unique(members))
 
 
 def wilson(p: float, n_eff: float, q: float) -> tuple[float, float]:
@@ -70,25 +100,31 @@ def wilson(p: float, n_eff: float, q: float) -> tuple[float, float]:
     return max(0.0, center - half), min(1.0, center + half)
 
 
-def effective_n(sums: NDArray[np.float64], counts: NDArray[np.float64]) -> float:
+def effective_n(sums: NDArray[np.float64], counts: NDArray[np.float64],
+                members: NDArray[np.int64] | None = None) -> float:
     """N / design effect: how many independent observations the clusters are worth for the rate."""
     total = float(counts.sum())
     p = float(sums.sum()) / total
     binomial = p * (1 - p) / total
-    variance = cr2_variance(sums, counts)
+    variance = cr2_variance(sums, counts, members)
     if binomial <= 0 or variance <= 0:  # at 0 % / 100 % (or identical clusters) V tells nothing: deff 1
         return total
     return total * binomial / variance
 
 
-def rate(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, null: float | None
-         ) -> tuple[float | None, float | None, float | None, int]:
+def _clusters(sums: NDArray[np.float64], members: NDArray[np.int64] | None) -> int:
+    """K of the t's K − 1 df: the clusters, or with dyadic clusters the units they name."""
+    return len(sums) if members is None else unit_count(members)
+
+
+def rate(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, null: float | None,
+         members: NDArray[np.int64] | None = None) -> tuple[float | None, float | None, float | None, int]:
     """(low, high, p against ``null`` or None, df) of the rate ΣS / ΣN; no interval with one cluster."""
-    k = len(sums)
-    if k < 2:
+    k = _clusters(sums, members)
+    if k < 2 or len(sums) < 2:
         return None, None, None, 0
     p = float(sums.sum() / counts.sum())
-    n_eff = effective_n(sums, counts)
+    n_eff = effective_n(sums, counts, members)
     q = t_quantile(k - 1, level)
     low, high = wilson(p, n_eff, q)
     p_value = None
@@ -103,14 +139,15 @@ def rate(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, n
 
 
 def difference(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, null: float,
-               bounds: tuple[float, float] = (-1.0, 1.0)) -> tuple[float | None, float | None, float | None, int]:
+               bounds: tuple[float, float] = (-1.0, 1.0), members: NDArray[np.int64] | None = None
+               ) -> tuple[float | None, float | None, float | None, int]:
     """(low, high, p against ``null``, df) of the mean ΣD / ΣN of values within ``bounds``."""
-    k = len(sums)
-    if k < 2:
+    k = _clusters(sums, members)
+    if k < 2 or len(sums) < 2:
         return None, None, None, 0
     total = float(counts.sum())
     d = float(sums.sum()) / total
-    se = math.sqrt(cr2_variance(sums, counts))
+    se = math.sqrt(cr2_variance(sums, counts, members))
     q = t_quantile(k - 1, level)
     lo, hi = bounds
     if se > 1e-12 * max(1.0, abs(d)):
