@@ -200,7 +200,8 @@ def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
     values = (rng.random(50) < 1 / (1 + np.exp(-(effect[first] + effect[second])))).astype(float)
     sums, counts, members = intervals.dyad_sums(values, first.tolist(), second.tolist())
     by_loop = stat_reference.dyadic_variance(values, first, second)
-    one_way = stat_reference.cr2_variance(values, [f"{min(a, b)}-{max(a, b)}" for a, b in zip(first, second, strict=True)])
+    dyads = [f"{min(a, b)}-{max(a, b)}" for a, b in zip(first, second, strict=True)]
+    one_way = stat_reference.cr2_variance(values, dyads)
     assert small_sample.dyadic_variance(sums, counts, members) == pytest.approx(max(by_loop, one_way), rel=1e-9)
     iv = cluster_mean(values, first.tolist(), second=second.tolist())
     assert iv.df == len(set(first) | set(second)) - 1 and iv.p_sign_flip is None
