@@ -74,3 +74,16 @@ def dyadic_variance(values: Sequence[float], first: Sequence[Any], second: Seque
     shared = sum(e[i] * e[j] for i in range(len(y)) for j in range(len(y)) if sets[i] & sets[j])
     g = len(set().union(*sets))
     return float(shared * g / (g - 1) / len(y) ** 2)
+
+
+def rate_dyadic(values: Sequence[float], first: Sequence[Any], second: Sequence[Any],
+                level: float = 0.95) -> tuple[float, float, float]:
+    """``rate`` with the dyadic variance (never below the one-way CR2 of the pairs of units), t(G − 1)."""
+    y = np.asarray(values, dtype=float)
+    dyads = [f"{min(str(a), str(b))}|{max(str(a), str(b))}" for a, b in zip(first, second, strict=True)]
+    v = max(dyadic_variance(y, first, second), cr2_variance(y, dyads))
+    g = len({str(a) for a in first} | {str(b) for b in second})
+    p = float(y.mean())
+    n_eff = len(y) if v <= 0 or p in (0.0, 1.0) else p * (1 - p) / v
+    low, high = wilson_roots(p, n_eff, float(stats.t.ppf(0.5 + level / 2, g - 1)))
+    return p, low, high

@@ -116,6 +116,27 @@ def test_bootstrap_unit_playlist_resamples_questions_of_a_playlist_together(an: 
         rates.retrieval(analytics, Bootstrap(seed=7, unit="pair"))
 
 
+def test_by_video_a_question_belongs_to_both_videos_it_cites(store: Any) -> None:
+    """Issue 40: question 4's second segment moved to question 1's video — by video, the two questions are
+    linked through that video (dyadic clusters over 2 videos: t on 1 df), not counted apart."""
+    from playlisteval.store.tables import Item, Seed, Segment
+
+    settings, engine, fx = store
+    with transaction(engine) as s:
+        video1 = s.get(Segment, s.get(Seed, s.get(Item, fx.items[1]).seed_id).segment1_id).video_id
+        seed4 = s.get(Seed, s.get(Item, fx.items[4]).seed_id)
+        moved = s.get(Segment, seed4.segment2_id)
+        video4 = s.get(Segment, seed4.segment1_id).video_id
+        moved.video_id, moved.idx = video1, 7  # a third segment of video 1
+        s.add(moved)
+    with Analytics(engine, settings) as analytics:
+        rows = rates.leaderboard(analytics, {"id": fx.benchmark_id}, Bootstrap(seed=7, unit="video"))
+    ci = next(r for r in rows if r["judge"] == "alpha")["retrieved_ci"]
+    # Education (video 1 twice): p1 ✓, p2 ✓; Drama (videos 4 and 1): p3 ✗, p4 ½
+    expected = stat_reference.rate_dyadic([1, 1, 0, 0.5], [video1, video1, video4, video4], [video1] * 4)
+    assert bounds(ci) == pytest.approx(expected) and ci.df == 1 and ci.clusters == 2
+
+
 def plant_weak_verdicts(engine: Any, fx: analytics_fixtures.Fixture) -> None:
     """The difficulty gate's record on the fixture's pairs (sides as the weak judges saw them)."""
     records = {  # pair: (a_is_better, F_first verdict, F_second verdict, F_second outcome)

@@ -34,7 +34,8 @@ def observations(judges: dict[str, list[float]], per_question: int = 3) -> Obser
         for pair, score in enumerate(scores):
             obs.scores[run_id][pair] = score
             q = pair // per_question
-            obs.units[pair] = {"question": f"q{q}", "video": f"v{q // 2}", "playlist": f"p{q // 4}"}
+            obs.units[pair] = {"question": f"q{q}", "video": f"v{q // 2}", "playlist": f"p{q // 4}",
+                               "video_b": f"v{(q * 7) % 9 // 2}", "playlist_b": f"p{q // 4}"}
             obs.item_of[pair] = q
             obs.ratings[pair] = (5, 4)
     return obs
@@ -75,7 +76,8 @@ def test_paired_table_on_arrays_equals_the_same_statistics_on_lists_and_labels()
         xa, xb = [sa[p] for p in pairs], [sb[p] for p in pairs]
         labels = [obs.units[p]["question"] for p in pairs]
         want = cluster_difference(xa, xb, labels, seed=BOOT.seed, resamples=BOOT.resamples).as_dict()
-        assert row["pairs"] == len(pairs) and {k: row["difference"][k] for k in want if k != "method"} == {k: v for k, v in want.items() if k != "method"}
+        same = [k for k in want if k != "method"]  # the row's method names the comparison too
+        assert row["pairs"] == len(pairs) and {k: row["difference"][k] for k in same} == {k: want[k] for k in same}
         d = [x - y for x, y in zip(xa, xb, strict=True)]
         unit = power.paired_power(d, {"question": labels})["units"]["question"]
         assert row["mde"] == unit["mde"]
@@ -206,3 +208,18 @@ def test_the_shortcut_audit_has_each_judges_blind_run(tmp_path: Path) -> None:
     assert (got.estimate, got.n, got.clusters) == (3.5 / 4, 4, 2)
     assert (got.low, got.high) == pytest.approx((direct.low, direct.high))
     assert got.p_value == pytest.approx(direct.p_value) and blind["flagged"] == got.excludes(0.5)
+
+
+def test_paired_table_by_video_is_dyadic_over_both_videos_of_a_pair() -> None:
+    """Issue 40: by video, a pair belongs to the videos of both its segments; the table's difference is the
+    dyadic interval over them (df = videos − 1), no sign-flip check."""
+    rng = np.random.default_rng(5)
+    judges = {name: rng.binomial(1, p, 60).astype(float).tolist() for name, p in (("a", 0.8), ("b", 0.5))}
+    obs = observations(judges)
+    by_video = Bootstrap(seed=11, resamples=500, unit="video")
+    row = paired_table(obs, "retrieved", by_video)["rows"][0]
+    pairs = sorted(obs.scores[1])
+    want = cluster_difference(judges["a"], judges["b"], obs.labels(pairs, "video"), second=obs.second(pairs, "video"))
+    videos = set(obs.labels(pairs, "video")) | set(obs.second(pairs, "video") or [])
+    assert row["difference"]["df"] == len(videos) - 1 == want.df and "p_sign_flip" not in row["difference"]
+    assert (row["difference"]["low"], row["difference"]["high"]) == pytest.approx((want.low, want.high))

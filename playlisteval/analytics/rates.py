@@ -33,25 +33,30 @@ Key = tuple[Any, ...]
 @dataclass
 class Sums:
     """One group's observations summed per cluster: ``labels`` (the clusters' codes, unique within one
-    ``aggregate``) and ``cells``, one row per cluster: [count, Σ value₁, Σ value₂, …]."""
+    ``aggregate``) and ``cells``, one row per cluster: [count, Σ value₁, Σ value₂, …]; ``members``, for
+    clusters by video or playlist, each cluster's two units (the pair of videos its questions cite:
+    dyadic clusters, intervals.interval_from_sums), None for questions."""
 
     labels: np.ndarray
     cells: np.ndarray
+    members: np.ndarray | None = None
 
     @staticmethod
     def merge(parts: Iterable[Sums]) -> Sums:
         """The parts' cells added up per cluster (in the parts' order)."""
         parts = list(parts)
         if len(parts) == 1:
-            return Sums(parts[0].labels, parts[0].cells.copy())
+            return Sums(parts[0].labels, parts[0].cells.copy(), parts[0].members)
         labels = np.concatenate([p.labels for p in parts])
         cells = np.concatenate([p.cells for p in parts])
-        unique, inverse = np.unique(labels, return_inverse=True)
+        members = (None if any(p.members is None for p in parts)
+                   else np.concatenate([p.members for p in parts if p.members is not None]))
+        unique, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
         if len(unique) == len(labels):  # no cluster in two parts (a question is in one domain)
-            return Sums(labels, cells)
+            return Sums(labels, cells, members)
         out = np.zeros((len(unique), cells.shape[1]))
         np.add.at(out, inverse, cells)  # unbuffered, in row order: the same additions as one by one
-        return Sums(unique, out)
+        return Sums(unique, out, None if members is None else members[first])
 
     @property
     def n(self) -> int:
@@ -78,8 +83,8 @@ class Bootstrap:
 
     def intervals(self, wanted: Sequence[tuple[Sums | None, int, float | None]]) -> list[Interval | None]:
         """``interval(sums, value, null)`` of each (a null of 0.0 marks a paired difference)."""
-        present = [(s.cells[:, 1 + value], s.cells[:, 0], null) for s, value, null in wanted
-                   if s is not None and len(s.cells)]
+        present: list[intervals.Request] = [(s.cells[:, 1 + value], s.cells[:, 0], null, s.members)
+                                            for s, value, null in wanted if s is not None and len(s.cells)]
         done = iter(intervals.intervals_from_sums(present, seed=self.seed, resamples=self.resamples,
                                                        level=self.level))
         return [next(done) if s is not None and len(s.cells) else None for s, _, _ in wanted]
@@ -106,9 +111,19 @@ def aggregate(an: Analytics, sql: str, params: Sequence[Any], keys: Sequence[str
     # not on the labels' order), summed per label rather than per cluster name, and the columns fetched as
     # NumPy arrays: pyarrow's to_numpy would import pandas, and no cluster name is made a Python string
     # (issue 13: the gap curves' sums 0.17 s, against 0.41 s numbering the summed rows' names)
-    clusters = f"(SELECT item_id, dense_rank() OVER (ORDER BY {boot.unit}) AS label FROM question_cluster)"
+    if boot.unit == "question":
+        clusters = ("(SELECT item_id, dense_rank() OVER (ORDER BY question) AS label, 0 AS m1, 0 AS m2 "
+                    "FROM question_cluster)")
+    else:  # issue 40: a question belongs to both its videos (or playlists): one cluster per unordered pair of
+        # units, numbered with the two units' own codes (small_sample.dyadic_variance)
+        u = boot.unit
+        clusters = (f"(WITH q AS (SELECT item_id, least({u}, {u}_b) AS u1, greatest({u}, {u}_b) AS u2 "
+                    "FROM question_cluster), n AS (SELECT name, dense_rank() OVER (ORDER BY name) - 1 AS code "
+                    "FROM (SELECT u1 AS name FROM q UNION SELECT u2 FROM q)) "
+                    "SELECT q.item_id, dense_rank() OVER (ORDER BY q.u1, q.u2) AS label, a.code AS m1, b.code AS m2 "
+                    "FROM q JOIN n AS a ON a.name = q.u1 JOIN n AS b ON b.name = q.u2)")
     got = an.arrays(f"SELECT *, dense_rank() OVER (ORDER BY {order}) AS g FROM ("
-                    f"SELECT {head}c.label, count(*) AS n, "
+                    f"SELECT {head}c.label, c.m1, c.m2, count(*) AS n, "
                     + ", ".join(f"sum(u.{v}) AS v{i}" for i, v in enumerate(values))
                     + f" FROM ({sql}) AS u JOIN {clusters} AS c ON c.item_id = u.item_id GROUP BY ALL"
                     ") ORDER BY g", list(params))
@@ -118,10 +133,12 @@ def aggregate(an: Analytics, sql: str, params: Sequence[Any], keys: Sequence[str
     cells = np.column_stack([np.asarray(got["n"], dtype=np.float64)]
                             + [np.asarray(got[f"v{i}"], dtype=np.float64) for i in range(len(values))])
     labels = np.asarray(got["label"], dtype=np.int64)
+    members = (None if boot.unit == "question"
+               else np.column_stack([np.asarray(got["m1"], dtype=np.int64), np.asarray(got["m2"], dtype=np.int64)]))
     starts = np.concatenate([[0], np.flatnonzero(np.diff(group)) + 1])
     ends = np.append(starts[1:], len(group))
     key_cols = [got[f"k{i}"][starts].tolist() for i in range(len(keys))]  # masked (NULL) → None
-    return {tuple(c[g] for c in key_cols): Sums(labels[a:b], cells[a:b])
+    return {tuple(c[g] for c in key_cols): Sums(labels[a:b], cells[a:b], None if members is None else members[a:b])
             for g, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True))}
 
 

@@ -27,6 +27,7 @@ from playlisteval.analytics.intervals import (
     cluster_difference,
     cluster_mean,
     cluster_sums,
+    dyad_sums,
     intervals_from_sums,
 )
 from playlisteval.analytics.rates import Bootstrap
@@ -44,14 +45,17 @@ def _boot(boot: Bootstrap) -> dict[str, Any]:
     return {"unit": boot.unit, "resamples": boot.resamples, "level": boot.level, "seed": boot.seed}
 
 
-def _iv(values: list[float], labels: list[str], boot: Bootstrap, method: str, null: float | None = None
-        ) -> dict[str, Any]:
-    iv = cluster_mean(values, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level, null=null)
+def _iv(values: list[float], labels: list[str], boot: Bootstrap, method: str, null: float | None = None,
+        second: list[str] | None = None) -> dict[str, Any]:
+    iv = cluster_mean(values, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level, null=null,
+                      second=second)
     return {**iv.as_dict(), "resamples": boot.resamples, "unit": boot.unit, "method": f"{method}; {iv.method}"}
 
 
-def _diff(a: ArrayLike, b: ArrayLike, labels: Labels, boot: Bootstrap, method: str) -> dict[str, Any]:
-    iv = cluster_difference(a, b, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level)
+def _diff(a: ArrayLike, b: ArrayLike, labels: Labels, boot: Bootstrap, method: str,
+          second: list[str] | None = None) -> dict[str, Any]:
+    iv = cluster_difference(a, b, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level,
+                            second=second)
     return _as_difference(iv, method, boot)
 
 
@@ -112,7 +116,12 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
             rows.append({**row, "difference": None, "p_value": None, "mde": None, "note": "no pair judged by both"})
             continue
         d = sa[ia] - sb[ib]
-        requests.append((*cluster_sums(d, obs.codes(pairs, boot.unit)), 0.0))  # as cluster_difference sums them
+        second = obs.second(pairs, boot.unit)
+        if second is None:
+            requests.append((*cluster_sums(d, obs.codes(pairs, boot.unit)), 0.0))  # as cluster_difference sums them
+        else:  # a pair belongs to both its videos (playlists): dyadic clusters
+            sums, counts, members = dyad_sums(d, obs.labels(list(pairs), boot.unit), second)
+            requests.append((sums, counts, 0.0, members))
         # "difference" holds the comparison's name until its interval is drawn below
         rows.append({**row, "difference": f"{a} minus {b} accuracy", "p_value": None,
                      **_mde_of(d, obs, pairs, boot.unit, alpha, power_)})
@@ -181,7 +190,8 @@ def blind_figures(obs: Observations, boot: Bootstrap) -> list[dict[str, Any]]:
         pairs = sorted(blind)
         entry: dict[str, Any] = {"judge": run.judge, "run": run.run_id, "evidence": run.evidence, "scope": run.scope,
                                  "accuracy": _iv([blind[p] for p in pairs], obs.labels(pairs, boot.unit), boot,
-                                                 "accuracy with the question and answers only (no video)", 0.5)}
+                                                 "accuracy with the question and answers only (no video)", 0.5,
+                                                 obs.second(pairs, boot.unit))}
         video = sorted((r for r in obs.runs.values() if r.judge == run.judge and r.modality != "none"
                         and (r.evidence, r.scope, r.swapped) == (run.evidence, run.scope, run.swapped)
                         and (r.settings or {}).get("temperature") is None), key=lambda r: (not r.main, r.run_id))
@@ -191,7 +201,7 @@ def blind_figures(obs: Observations, boot: Bootstrap) -> list[dict[str, Any]]:
             entry["video_run"] = video[0].run_id
             entry["difference"] = None if not common else _diff(
                 [seen[p] for p in common], [blind[p] for p in common], obs.labels(common, boot.unit), boot,
-                "accuracy with the video minus without (how much the video matters)")
+                "accuracy with the video minus without (how much the video matters)", obs.second(common, boot.unit))
         out.append(entry)
     return out
 
@@ -203,7 +213,8 @@ def _binned(obs: Observations, run: int, of: dict[int, float], bins: tuple[tuple
     for name, low, high in bins:
         pairs = sorted(p for p in scores if obs.item_of[p] in of and low <= of[obs.item_of[p]] < high)
         out.append({"bin": name, "pairs": len(pairs), "accuracy": None if not pairs else _iv(
-            [scores[p] for p in pairs], obs.labels(pairs, boot.unit), boot, f"accuracy of pairs whose {what}")})
+            [scores[p] for p in pairs], obs.labels(pairs, boot.unit), boot, f"accuracy of pairs whose {what}",
+            second=obs.second(pairs, boot.unit))})
     return out
 
 

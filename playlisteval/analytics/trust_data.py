@@ -48,6 +48,11 @@ class Observations:
     def labels(self, pairs: list[int], unit: str) -> list[str]:
         return [self.units[p][unit] for p in pairs]
 
+    def second(self, pairs: list[int] | np.ndarray, unit: str) -> list[str] | None:
+        """Each pair's second unit (its second segment's video or playlist: a pair belongs to both, issue
+        40), for dyadic intervals beside ``labels``; None for questions (one unit per pair)."""
+        return None if unit == "question" else [self.units[int(p)][f"{unit}_b"] for p in pairs]
+
     def run_arrays(self, run: int) -> tuple[np.ndarray, np.ndarray]:
         """The run's judged pairs (ascending ids) and its scores on them, as arrays: the judge-vs-judge
         table intersects hundreds of such runs, which as dicts and lists was most of its time."""
@@ -92,7 +97,7 @@ def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
         obs.runs[run_id] = Run(run_id, str(r["judge"]), str(r["evidence"]), str(r["scope"]), bool(r["swapped"]),
                                str(r["modality"] or ""), runkey.parse_settings(r["settings"]), run_id in main)
     got = an.arrays(f"SELECT j.run_id, j.pair_id, j.item_id, j.score, p.better_rating, p.worse_rating, "
-                    f"c.question, c.video, c.playlist FROM judgment_facts AS j "
+                    f"c.question, c.video, c.playlist, c.video_b, c.playlist_b FROM judgment_facts AS j "
                     f"JOIN pair_facts AS p ON p.pair_id = j.pair_id "
                     f"JOIN question_cluster AS c ON c.item_id = j.item_id WHERE {where} ORDER BY j.run_id, j.pair_id",
                     params)
@@ -110,9 +115,10 @@ def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
     first = np.sort(first)
     items = np.asarray(got["item_id"])[first].tolist()
     better, worse = np.asarray(got["better_rating"])[first].tolist(), np.asarray(got["worse_rating"])[first].tolist()
-    names = {u: np.asarray(got[u])[first].tolist() for u in UNITS}
+    columns = (*UNITS, "video_b", "playlist_b")
+    names = {u: np.asarray(got[u])[first].tolist() for u in columns}
     for i, pair in enumerate(pairs[first].tolist()):
-        obs.units[pair] = {u: str(names[u][i]) for u in UNITS}
+        obs.units[pair] = {u: str(names[u][i]) for u in columns}
         obs.item_of[pair] = int(items[i])
         obs.ratings[pair] = (int(better[i]), int(worse[i]))
     return obs
