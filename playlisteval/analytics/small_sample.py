@@ -20,6 +20,9 @@ the null value never sits beside p ≥ 1 − level.
   difference (se = 0: both judges right on every pair, say) the interval is the range the mean could
   take if up to a Wilson upper bound of the pairs (0 of N observed) differed from it — width > 0.
 
+By video or playlist a question belongs to the units of *both* its segments: its cluster is the pair of
+units, and the variance is dyadic (``dyadic_variance``), on G − 1 df for G units.
+
 CR2 for a ratio mean is the intercept-only case of Bell & McCaffrey's estimator (the leverage of cluster g
 is N_g / N); with equal clusters it equals the usual K/(K − 1) correction (CR1).
 """
