@@ -83,6 +83,17 @@ def test_correlate_uses_main_runs_names_the_missing_and_stores_the_input(selecte
     scores, source = stored_scores(open_store(settings))
     assert scores == {"elsewhere/judge": 70.0, "shortcut/random": 50.0, "sim/judge": 61.5, "sim/reward": 58.0}
     assert source == str(csv)
+    assert corr["pearson"]["low"] is None and "at least 4 judges" in corr["pearson"]["note"]  # 3 judges
+    # 4 judges (issue 40): the line names the Fisher-z interval and the exact permutation p over 4! orderings
+    csv.write_text("sim/judge,61.5\nsim/reward,58\nshortcut/random,50\nshortcut/longer-answer,53\n")
+    printed = " ".join(cli(settings, "eval", "correlate", str(csv)).output.split())
+    [four] = json_lines(cli(settings, "eval", "correlate", str(csv), "--json"))
+    pearson = four["correlation"]["pearson"]
+    assert (f"Pearson r = {pearson['estimate']:.3f}, 95 % Fisher-z [{pearson['low']:.2f}, {pearson['high']:.2f}]"
+            f"{' (|r| clipped to 0.999 for it)' if pearson['clipped'] else ''}, exact permutation p = "
+            f"{pearson['p_value']:.3f} (24 orderings)") in printed
+    assert "Spearman ρ = " in printed and "Fisher-z (Bonett–Wright variance)" in printed
+    assert printed.count("exact permutation p") == 2 and "bootstrap" not in printed
     # two judges in common: no correlation, said so, and the command does not exit 0
     csv.write_text("sim/judge,1\nsim/reward,2\n")
     [two] = json_lines(cli(settings, "eval", "correlate", str(csv), "--json", code=None))

@@ -13,6 +13,7 @@ from typing import Any
 
 from playlisteval.analytics import plots
 from playlisteval.analytics.attribution import CATEGORIES, LABELS, HopSource, attribute
+from playlisteval.analytics.correlation import summary
 from playlisteval.analytics.external import correlation, main_accuracy
 from playlisteval.analytics.rates import Bootstrap, bench_filter, shown_name
 from playlisteval.analytics.runner import Analytics
@@ -63,10 +64,11 @@ def external(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Se
     source = next(iter(an.rows("SELECT source FROM external_score LIMIT 1")), {}).get("source", "")
     section = Section("external", "External validity (paper Fig. 7)",
                       "Each judge's main-run accuracy (retrieved evidence, full domain, forward) against a published "
-                      "score of the same judge: Pearson and Spearman with bootstrap intervals over judges and "
-                      "p-values. " + (f"Published scores from {source}." if published else
-                                      "No published scores given yet: run `playlisteval eval correlate FILE` "
-                                      "(a CSV of judge, score)."))
+                      "score of the same judge: Pearson and Spearman, each with its Fisher-z interval and a "
+                      "permutation p-value (exact over all orderings of the judges up to 9). "
+                      + (f"Published scores from {source}." if published else
+                         "No published scores given yet: run `playlisteval eval correlate FILE` "
+                         "(a CSV of judge, score)."))
     if not published:
         return section
     bid = bench.get("id") if bench else None
@@ -79,11 +81,7 @@ def external(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Se
     if c is None:
         section.note += f" No correlation: {out['why_none']}."
     else:
-        stats = []
-        for name in ("pearson", "spearman"):
-            v = c[name]
-            interval = "no interval" if v["low"] is None else f"[{v['low']:.2f}, {v['high']:.2f}]"
-            stats.append(f"{name.capitalize()} {v['estimate']:.2f} {interval}, p = {v['p_value']:.3g}")
+        stats = [summary(c, name, digits=2) for name in ("pearson", "spearman")]
         section.note += f" n = {c['n']} judges: " + "; ".join(stats) + "."
         title = f"Pearson r = {c['pearson']['estimate']:.2f}, Spearman ρ = {c['spearman']['estimate']:.2f}"
         section.figures.append(("Accuracy here against the published score", scatter(

@@ -6,7 +6,7 @@ line that cannot be read is named (file and line) and skipped; the rest is used.
 store (``external_score``, replaced whole by the next input) so the report can draw the scatter later
 without the file. Each judge's accuracy is its main run's (forward, full-domain scope, retrieved evidence,
 the benchmark's default options); judges on one side only are named, not guessed. The statistics are
-analytics/correlation.py's: Pearson and Spearman with p-values and bootstrap intervals over judges.
+analytics/correlation.py's: Pearson and Spearman with Fisher-z intervals and permutation p-values.
 """
 
 from __future__ import annotations

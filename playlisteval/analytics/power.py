@@ -17,10 +17,17 @@ Choices (stated in every result's ``method``):
   population standard deviation, so that (cv² + 1)·m̄ = Σn_g²/N exactly; with equal sizes it is the
   textbook ``1 + (m̄ − 1)·ICC``. Benchmarks here have very unequal clusters (a playlist holds many videos),
   and the equal-size form would understate the loss.
-* MDE: ``(q_{1−α/2} + q_power) · sd · √(deff / n)``, with q the Student t quantile on K − 1 degrees of
-  freedom when the number of clusters K is given (the variance of a clustered mean is estimated from K
-  cluster totals; with few clusters z would be too optimistic), else the normal quantile. The opposite
-  tail of a two-sided test is ignored (the usual approximation; it adds under 0.01 % power at 80 %).
+* MDE with the number of clusters K given: ``δ · sd · √(deff / n)``, δ the exact noncentrality at which a
+  level-α t-test on K − 1 degrees of freedom (the variance of a clustered mean is estimated from K cluster
+  totals) has the requested power under the noncentral t, both rejection tails counted when two-sided
+  (solved with scipy.stats.nct and a root finder). Why not ``q_{1−α/2} + q_power`` on t quantiles: at few
+  degrees of freedom that sum understates the MDE (two-sided 0.05 at 80 %: K = 2, 14.08 against the exact
+  16.33; K = 3, 5.36 against 5.65), and few clusters are exactly where the MDE matters. Without K: the
+  normal formula ``(z_{1−α/2} + z_power) · sd · √(deff / n)`` (large samples; the opposite tail, under
+  0.01 % power at 80 %, ignored).
+* "None detectable": a difference of two accuracies is at most 1 (100 points); an MDE above that means no
+  possible difference reaches the requested power, so the result is ``mde: None`` with a ``note`` saying so
+  (``none_detectable: True``), never a number over 100 points.
 * Pairs needed: the normal-quantile inverse of the same formula (the number of clusters is not known
   before the pairs are), assuming new pairs come in clusters of the same size distribution, so that the
   design effect stays as measured.
@@ -46,6 +53,8 @@ from playlisteval.analytics.intervals import Labels, cluster_codes
 ALPHA = 0.05
 POWER = 0.8
 DIFFERENCES = (0.03, 0.05, 0.10)
+MAX_DIFFERENCE = 1.0  # two accuracies in [0, 1] differ by at most 1 (100 points)
+NONE_DETECTABLE = "none detectable"
 
 
 def _values(values: ArrayLike, what: str) -> NDArray[np.float64]:
@@ -110,12 +119,38 @@ def _quantiles(alpha: float, power: float, two_sided: bool, df: int | None) -> f
     return float(stats.t.ppf(a, df) + stats.t.ppf(power, df))
 
 
+@functools.lru_cache(maxsize=256)
+def noncentrality(alpha: float, power: float, two_sided: bool, df: int) -> float:
+    """The noncentrality δ at which a level-``alpha`` t-test on ``df`` degrees of freedom rejects with
+    probability ``power`` (exact, under the noncentral t; both tails when ``two_sided``)."""
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha {alpha} and power {power} must lie between 0 and 1")
+    if power <= alpha:  # a test rejects with probability alpha at δ = 0 already: nothing to solve
+        raise ValueError(f"power {power} must exceed alpha {alpha}")
+    if df < 1:
+        raise ValueError(f"a t-test needs at least 1 degree of freedom (got {df})")
+    from scipy import optimize, stats  # here, not at import (issue 26)
+
+    crit = float(stats.t.ppf(1 - alpha / 2 if two_sided else 1 - alpha, df))
+
+    def shortfall(delta: float) -> float:
+        lower = float(stats.nct.cdf(-crit, df, delta)) if two_sided else 0.0
+        # scipy returns NaN where that far tail underflows (df 1, δ ≈ 15: it is below 1e-15 there)
+        return float(stats.nct.sf(crit, df, delta)) + (lower if math.isfinite(lower) else 0.0) - power
+
+    high = crit + float(stats.norm.ppf(power)) + 1.0  # the normal guess, too low at few df: doubled until past
+    while shortfall(high) < 0:
+        high *= 2
+    return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-12, rtol=1e-12))
+
+
 def minimum_detectable_difference(sd_of_paired_difference: float, n_pairs: int, design_effect: float,
                                   alpha: float = ALPHA, power: float = POWER, two_sided: bool = True, *,
                                   clusters: int | None = None) -> float:
     """The smallest true mean difference detected with probability ``power`` by a level-``alpha`` test on
     ``n_pairs`` paired differences of standard deviation ``sd_of_paired_difference``; with ``clusters``
-    (their number) the t quantiles on clusters − 1 degrees of freedom, else normal ones."""
+    (their number) the exact noncentral-t solution on clusters − 1 degrees of freedom, else the normal
+    formula. May exceed 1 (100 points): the caller decides what an undetectable difference shows."""
     if not sd_of_paired_difference > 0:
         raise ValueError("the paired differences have no variance: no power analysis is possible")
     if n_pairs < 1:
@@ -124,8 +159,19 @@ def minimum_detectable_difference(sd_of_paired_difference: float, n_pairs: int, 
         raise ValueError(f"design effect {design_effect} is below 1")
     if clusters is not None and clusters < 2:
         raise ValueError(f"t quantiles need at least 2 clusters (got {clusters})")
-    df = None if clusters is None else clusters - 1
-    return _quantiles(alpha, power, two_sided, df) * sd_of_paired_difference * math.sqrt(design_effect / n_pairs)
+    se = sd_of_paired_difference * math.sqrt(design_effect / n_pairs)
+    if clusters is None:
+        return _quantiles(alpha, power, two_sided, None) * se
+    return noncentrality(alpha, power, two_sided, clusters - 1) * se
+
+
+def mde_cell(figure: Mapping[str, Any]) -> str | None:
+    """What an MDE cell shows for a unit or a judge − judge row: points to one decimal, "none detectable",
+    or None where there is no figure (the table's "—")."""
+    if figure.get("none_detectable"):
+        return NONE_DETECTABLE
+    mde = figure.get("mde")
+    return None if mde is None else f"{100 * float(mde):.1f}"
 
 
 def pairs_needed(difference: float, sd: float, design_effect: float, alpha: float = ALPHA, power: float = POWER,
@@ -159,17 +205,25 @@ def _unit(name: str, icc_values: NDArray[np.float64], labels: Labels, sd: float,
         "pairs_for": None,
         "method": (f"ICC of the {'paired difference' if paired else 'single judge correctness'} by {name} "
                    "(one-way ANOVA, clipped to [0, 1]); design effect 1+((cv²+1)m̄−1)·ICC; "
-                   f"MDE (t, {k - 1} df, and normal) at alpha {alpha}{' two-sided' if two_sided else ''}, "
-                   f"power {power}; pairs needed by normal quantiles at the same cluster sizes"),
+                   f"MDE (exact noncentral t, {k - 1} df, and normal) at alpha {alpha}"
+                   f"{' two-sided' if two_sided else ''}, power {power}; none detectable above "
+                   f"{100 * MAX_DIFFERENCE:.0f} points; pairs needed by normal quantiles at the same cluster sizes"),
+        "none_detectable": False,
     }
     if deff is None or not sd > 0:
         out["note"] = "no power analysis: " + (
             f"the ICC by {name} is not estimable ({k} clusters)" if sd > 0 else
             "the paired differences do not vary" if paired else "the judge is right on every pair or on none")
         return out
-    if k >= 2:
-        out["mde"] = minimum_detectable_difference(sd, n, deff, alpha, power, two_sided, clusters=k)
-    out["mde_normal"] = minimum_detectable_difference(sd, n, deff, alpha, power, two_sided)
+    mde = minimum_detectable_difference(sd, n, deff, alpha, power, two_sided, clusters=k)  # k ≥ 2 here
+    normal = minimum_detectable_difference(sd, n, deff, alpha, power, two_sided)
+    # an MDE over 100 points is no MDE: no difference two accuracies can have reaches the power
+    out["mde"] = mde if mde <= MAX_DIFFERENCE else None
+    out["mde_normal"] = normal if normal <= MAX_DIFFERENCE else None
+    if mde > MAX_DIFFERENCE:
+        out["none_detectable"] = True
+        out["note"] = (f"{NONE_DETECTABLE}: with {k} clusters by {name} no difference of at most "
+                       f"{100 * MAX_DIFFERENCE:.0f} points is detected with power {power} at alpha {alpha}")
     out["pairs_for"] = [{"difference": d, "pairs": (p := pairs_needed(d, sd, deff, alpha, power, two_sided)),
                          "clusters": int(math.ceil(p / m - 1e-9))} for d in differences]
     return out

@@ -14,8 +14,11 @@ from playlisteval.commands import exitcodes
 from playlisteval.commands.support import console, emit_json, err_console, settings_of
 
 
-def _pts(value: Any) -> str:
-    return "—" if value is None else f"{100 * float(value):.1f}"
+def _mde(figure: dict[str, Any]) -> str:
+    """An MDE cell: points, "none detectable" (never a figure over 100 points: issue 40), or "—"."""
+    from playlisteval.analytics.power import mde_cell
+
+    return mde_cell(figure) or "—"
 
 
 @click.command("power")
@@ -42,6 +45,8 @@ def power(ctx: click.Context, benchmark: str | None, alpha: float, power_: float
     settings = settings_of(ctx)
     if not (0 < alpha < 1 and 0 < power_ < 1):
         raise click.UsageError("--alpha and --power must lie between 0 and 1")
+    if power_ <= alpha:  # a test already rejects with probability alpha when nothing differs
+        raise click.UsageError("--power must exceed --alpha")
     with err_console.status("loading the store into DuckDB …"), Analytics(open_store(settings), settings) as an:
         bench = choose_benchmark(an, benchmark)
         figures = trust.power_figures(trust_data.load(an, bench), settings.eval.evidence, alpha, power_)
@@ -55,14 +60,17 @@ def power(ctx: click.Context, benchmark: str | None, alpha: float, power_: float
     table = Table(title=f"Minimum detectable difference — {bench['name'] if bench else 'all benchmarks'}"
                   + (" (SIMULATED)" if simulated else ""),
                   caption=f"{' vs '.join(figures['judges'])}; alpha {alpha}, power {power_}; "
-                          f"{figures['n_pairs']} pairs")
+                          f"{figures['n_pairs']} pairs; MDE by the exact noncentral t on clusters − 1 df")
     for header in ("Unit", "Clusters", "ICC", "Design effect", "Effective n", "MDE pts", "Pairs for 3 / 5 / 10 pts"):
-        table.add_column(header, justify="right")
+        # room for "detectable" on one line (an ellipsis would hide what the cell says), taken from two
+        # headers that wrap anyway, so the table still fits 80 columns
+        table.add_column(header, justify="right", min_width=10 if header == "MDE pts" else None,
+                         max_width=9 if header in ("Design effect", "Effective n") else None)
     for unit, u in figures["units"].items():
         needed = " / ".join(str(p["pairs"]) for p in u["pairs_for"] or []) or u.get("note", "—")
         table.add_row(unit, str(u["clusters"]), "—" if u["icc"] is None else f"{u['icc']:.3f}",
                       "—" if u["design_effect"] is None else f"{u['design_effect']:.2f}",
-                      "—" if u["effective_n"] is None else f"{u['effective_n']:.0f}", _pts(u["mde"]), Text(needed))
+                      "—" if u["effective_n"] is None else f"{u['effective_n']:.0f}", _mde(u), Text(needed))
     console.print(table)
 
 
@@ -111,16 +119,18 @@ def print_paired(keys: dict[str, Any]) -> None:
     rows = paired_rows(paired)
     if rows:
         table = Table(title="Judge − judge (main runs, pairs both judged)",
-                      caption=f"p-values Holm-adjusted over {paired['m']} comparison(s); MDE at power "
+                      caption=f"p-values Holm-adjusted over {paired['m']} comparison(s): "
+                              f"{paired.get('smallest_p', '')}; MDE at power "
                               f"{paired['power']}, alpha {paired['alpha']}, by {paired['unit']}")
         for header in ("A", "B", "Pairs", "A − B pts [CI]", "p", "p (Holm)", "MDE pts"):
             table.add_column(header, justify="right")
         for r in rows:
             table.add_row(*(Text(c) for c in (r["judge_a"], r["judge_b"], fmt(r["pairs"], "int"),
                                               fmt(r["difference_ci"], "cipts"), fmt(r["p_value"], "p"),
-                                              fmt(r["p_holm"], "p"), fmt(r["mde"], "pct"))))
+                                              fmt(r["p_holm"], "p"), _mde(r))))
         console.print(table)
     units = power_.get("units", {})
     if units:
-        console.print(Text("MDE (alpha 0.05, power 0.8) by " + ", ".join(
-            f"{u}: {_pts(v['mde'])} pts" for u, v in units.items()) + f" ({' vs '.join(power_['judges'])})"))
+        shown = (f"{u}: {_mde(v)}" + (" pts" if v["mde"] is not None else "") for u, v in units.items())
+        console.print(Text(f"MDE (alpha {power_['alpha']}, power {power_['power']}) by " + ", ".join(shown)
+                           + f" ({' vs '.join(power_['judges'])})"))
