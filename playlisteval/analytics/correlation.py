@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from playlisteval.analytics.bootstrap import percentile_interval
 from playlisteval.analytics.intervals import LEVEL, RESAMPLES
 
 EXACT_UP_TO = 9  # 9! = 362,880 orderings (~0.1 s); 10! would be ten times that
@@ -58,14 +59,6 @@ PEARSON_CLIP = 0.999  # the largest |r| below 1 that three printed decimals show
 BOOTSTRAP_WHY = ("not printed: in simulations of bivariate normal data a nominal 95 % percentile bootstrap "
                  "over judges covered as little as 72 % (Pearson) and 45 % (Spearman) at 4 judges, 91.5 % "
                  "(Pearson) at 20; the Fisher-z interval printed held 94-99 % (module doc)")
-
-
-def percentile_interval(distribution: NDArray[np.float64], level: float = LEVEL) -> tuple[float, float]:
-    """The percentile interval with the inverse-CDF quantile (an atom of the bootstrap distribution, not
-    interpolated between atoms)."""
-    tail = (1.0 - level) / 2
-    low, high = np.quantile(distribution, np.array([tail, 1.0 - tail]), method="inverted_cdf")
-    return float(low), float(high)
 
 
 def _paired(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
