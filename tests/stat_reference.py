@@ -39,9 +39,17 @@ def rate(values: Sequence[float], clusters: Sequence[Any], level: float = 0.95) 
     k = len(set(map(str, clusters)))
     p = float(y.mean())
     v = cr2_variance(y, clusters)
-    n_eff = len(y) if v <= 0 or p in (0.0, 1.0) else p * (1 - p) / v
+    n_eff = _effective(len(y), p, v, k)
     low, high = wilson_roots(p, n_eff, float(stats.t.ppf(0.5 + level / 2, k - 1)))
     return p, low, high
+
+
+def _effective(n: int, p: float, v: float, k: int) -> float:
+    """N / deff, deff = V / (p(1 − p)/N): 1 where V says nothing, and at least 1 below 10 clusters."""
+    if v <= 0 or p in (0.0, 1.0):
+        return float(n)
+    n_eff = p * (1 - p) / v
+    return min(n_eff, float(n)) if k < 10 else n_eff
 
 
 def rate_p(values: Sequence[float], clusters: Sequence[Any], null: float) -> float:
@@ -50,7 +58,7 @@ def rate_p(values: Sequence[float], clusters: Sequence[Any], null: float) -> flo
     k = len(set(map(str, clusters)))
     p = float(y.mean())
     v = cr2_variance(y, clusters)
-    n_eff = len(y) if v <= 0 or p in (0.0, 1.0) else p * (1 - p) / v
+    n_eff = _effective(len(y), p, v, k)
     z = abs(p - null) / np.sqrt(null * (1 - null) / n_eff)
     return float(2 * stats.t.sf(z, k - 1))
 
@@ -84,6 +92,6 @@ def rate_dyadic(values: Sequence[float], first: Sequence[Any], second: Sequence[
     v = max(dyadic_variance(y, first, second), cr2_variance(y, dyads))
     g = len({str(a) for a in first} | {str(b) for b in second})
     p = float(y.mean())
-    n_eff = len(y) if v <= 0 or p in (0.0, 1.0) else p * (1 - p) / v
+    n_eff = _effective(len(y), p, v, g)
     low, high = wilson_roots(p, n_eff, float(stats.t.ppf(0.5 + level / 2, g - 1)))
     return p, low, high

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 RATE_METHOD = "Wilson score interval with a cluster design effect (CR2), t on K − 1 df; score-test p"
+FEW_CLUSTERS = 10  # below: a rate's design effect is at least 1 (effective_n)
 DIFFERENCE_METHOD = "cluster-robust t (CR2 standard error) on K − 1 df; p from the same t"
 
 
@@ -105,14 +106,22 @@ def wilson(p: float, n_eff: float, q: float) -> tuple[float, float]:
 
 def effective_n(sums: NDArray[np.float64], counts: NDArray[np.float64],
                 members: NDArray[np.int64] | None = None) -> float:
-    """N / design effect: how many independent observations the clusters are worth for the rate."""
+    """N / design effect: how many independent observations the clusters are worth for the rate.
+
+    Below ``FEW_CLUSTERS`` the design effect is never taken below 1: a variance on a handful of df cannot
+    show that the clusters vary *less* than independent pairs would (two playlists with nearly equal
+    rates gave a 54.5 % rate an interval of ±10 points on t(1)). From ``FEW_CLUSTERS`` on it is left as
+    estimated, which keeps the coverage at 95 % when pairs are independent (a floor there over-covers)."""
     total = float(counts.sum())
     p = float(sums.sum()) / total
     binomial = p * (1 - p) / total
     variance = cr2_variance(sums, counts, members)
     if binomial <= 0 or variance <= 0:  # at 0 % / 100 % (or identical clusters) V tells nothing: deff 1
         return total
-    return total * binomial / variance
+    deff = variance / binomial
+    if _clusters(sums, members) < FEW_CLUSTERS:
+        deff = max(deff, 1.0)
+    return total / deff
 
 
 def _clusters(sums: NDArray[np.float64], members: NDArray[np.int64] | None) -> int:
