@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from playlisteval.cli import main
 from playlisteval.store import open_store
-from tests import analytics_fixtures
+from tests import analytics_fixtures, stat_reference
 from tests.helpers import project
 
 PLANTED = "<script>alert('gold')</script>"
@@ -92,18 +92,26 @@ def test_report_numbers_match_the_views(tmp_path: Path) -> None:
     parser = Tags()
     parser.feed(out.read_text())
     text = " ".join(t.strip() for t in parser.text if t.strip())
-    # leaderboard row: retrieved, uniform, Δ with their intervals, p, pairs, no verdict, errors. Two questions
-    # (Education: p1 ✓ p2 ✓; Drama: p3 ✗ p4 ½), so the bootstrap is enumerated exactly: retrieved resamples
-    # are 1 (Education twice), 0.25 (Drama twice), 0.625 (one each) → [25, 100]; uniform is ½ in both
-    # questions → [50, 50]; Δ per question +1 (Education) and −½ (Drama) over 2 pairs each → +0.5, −0.25,
-    # +0.125 → [−25, +50]; sign flips of (+1, −½) all reach |½|: p = 1.
-    assert "alpha 62.5 [25.0, 100.0] 50.0 [50.0, 50.0] +12.5 [-25.0, +50.0] 1.000 4 1 0" in text
+    # leaderboard row: retrieved, uniform, Δ with their intervals, p (and Holm's, alone in its family),
+    # pairs, no verdict, errors. Two questions (Education: p1 ✓ p2 ✓; Drama: p3 ✗ p4 ½); uniform is ½ on
+    # every pair; Δ per question +1 (Education) and −½ (Drama) over 2 pairs each. The intervals are those of
+    # tests/stat_reference.py, on t(1): never the zero-width [50, 50] the bootstrap printed for uniform.
+    _, rl, rh = stat_reference.rate([1, 1, 0, 0.5], "EEDD")
+    _, ul, uh = stat_reference.rate([0.5] * 4, "EEDD")
+    _, dl, dh, dp = stat_reference.difference([1, 0, -0.5, 0], "EEDD")
+    assert ul < 0.5 < uh
+    assert (f"alpha 62.5 [{100 * rl:.1f}, {100 * rh:.1f}] 50.0 [{100 * ul:.1f}, {100 * uh:.1f}] "
+            f"+12.5 [{100 * dl:+.1f}, {100 * dh:+.1f}] {dp:.3f} (Holm {dp:.3f}) 4 1 0") in text
     assert "Longer answer wins (%) 75.0" in text
     assert "Education 2 3 6.10 2.03 2.17 0.60 1.75 2.60" in text  # Table 19 row
     # the thinking=high sweep only in the sweep table, beside the main run (all four ✓ against 62.5 %)
-    # with intervals (two questions, enumerated): sweep − main per question 0 and +¾ → [0, +75], p = 1
-    assert ("5 alpha retrieved domain forward thinking=high 4 0 100.0 [100.0, 100.0] 62.5 [25.0, 100.0] "
-            "+37.5 [+0.0, +75.0] 1.000") in text
+    # with intervals (two questions): sweep − main per question 0 and +¾; 100 % is not [100, 100]
+    _, sl, sh = stat_reference.rate([1, 1, 1, 1], "EEDD")
+    _, dl, dh, dp = stat_reference.difference([0, 0, 1, 0.5], "EEDD")
+    assert sl < 1 and sh == 1
+    assert (f"5 alpha retrieved domain forward thinking=high 4 0 100.0 [{100 * sl:.1f}, 100.0] 62.5 "
+            f"[{100 * rl:.1f}, {100 * rh:.1f}] +37.5 [{100 * dl:+.1f}, {100 * dh:+.1f}] {dp:.3f} "
+            f"(Holm {dp:.3f})") in text
     # beta judged 2 of its 4 pairs: every table that shows it says so (issue 9)
     assert text.count("(retrieved, domain): running: 2 of 4 pairs not judged") >= 4
 

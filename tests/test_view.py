@@ -195,7 +195,7 @@ def test_summary_pages_show_the_analytics_numbers(settings: Settings, client: Te
         ci = row["retrieved_ci"]
         shown = f"{100 * ci['estimate']:.1f} [{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]"
         assert shown in page, (row["judge"], shown)
-    assert "SIMULATED" in page and "bootstrap over questions" in page
+    assert "SIMULATED" in page and "intervals over questions" in page
     runs = client.get("/runs").text
     for run_id, judge in rows(settings, "SELECT id, judge FROM judge_run ORDER BY id"):
         assert f'data-run="{run_id}"' in runs and str(judge) in runs

@@ -96,14 +96,17 @@ def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, a
         click.echo(json.dumps(leaderboard_document(an, settings, bench), default=str))
         return
     rows = leaderboard(an, bench, boot)
+    _imported_labels(an, bench, rows)
     simulated = is_simulated(an.engine)
-    table_rows = [_terminal_row(r["judge_shown"], fmt(r["retrieved_ci"], "ci"), fmt(r["uniform_ci"], "ci"),
+    table_rows = [_terminal_row(r["judge_shown"] + (" (imported)" if r.get("imported") else ""),
+                                fmt(r["retrieved_ci"], "ci"), fmt(r["uniform_ci"], "ci"),
                                 fmt(r["difference_ci"], "cipts"), fmt(r["difference_ci"], "p"),
                                 fmt(r.get("n_retrieved"), "int"), fmt(r.get("no_verdict_retrieved"), "int"),
-                                fmt(r.get("errors_retrieved"), "int"), r.get("status"))
+                                fmt(r.get("errors_retrieved"), "int"), r.get("status"), r.get("health") or "")
                   for r in shown(rows)]
     _print_board(table_rows, bench["name"] if bench else None, simulated, boot.label,
-                 [(str(r["judge"]), str(r["status"])) for r in rows if r.get("status")])
+                 [(str(r["judge"]), str(r["status"])) for r in rows if r.get("status")],
+                 [(str(r["judge"]), str(r["health"])) for r in rows if r.get("health")])
     if table_rows:  # issue 21: every pair of judges, Holm-adjusted, each with its MDE
         from playlisteval.analytics.trust_sections import leaderboard_keys
         from playlisteval.commands.trust import print_paired
@@ -111,15 +114,24 @@ def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, a
         print_paired(leaderboard_keys(an, bench, boot, settings.eval.evidence))
 
 
+def _imported_labels(an: Any, bench: dict[str, Any] | None, rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Issue 40 item 9: mark the rows whose judge's runs were imported (`eval import`: verdicts made
+    elsewhere, no spend recorded); judge → its imported runs, for the JSON's ``imported`` key."""
+    from playlisteval.eval.imported import label_board
+
+    return label_board(an.engine, int(bench["id"]) if bench else None, rows)
+
+
 def _terminal_row(judge: str, retrieved: str, uniform: str, diff: str, p: str, pairs: str, no_verdict: str,
-                  errors: str, status: Any) -> list[str]:
-    """One judge's line: five columns, so that an 80-column terminal keeps the judge's name whole."""
-    return [judge + (" *" if status else ""), retrieved, uniform, diff + (f" p={p}" if diff != "—" else ""),
-            f"{pairs} ({no_verdict}, {errors})"]
+                  errors: str, status: Any, health: str = "") -> list[str]:
+    """One judge's line: five columns, so that an 80-column terminal keeps the judge's name whole; marked
+    * when a run is not finished and ! when one is flagged unhealthy (issue 40), each with a note below."""
+    return [judge + (" *" if status else "") + (" !" if health else ""), retrieved, uniform,
+            diff + (f" p={p}" if diff != "—" else ""), f"{pairs} ({no_verdict}, {errors})"]
 
 
 def _print_board(table_rows: list[list[str]], benchmark: str | None, simulated: bool, label: str,
-                 notes: list[tuple[str, str]]) -> None:
+                 notes: list[tuple[str, str]], unhealthy: list[tuple[str, str]] | None = None) -> None:
     if not table_rows:
         console.print("[dim]no judge has judged this benchmark at the full-domain scope yet: `playlisteval eval "
                       "judge` with the configured \\[eval] options makes a judge's main run[/]")
@@ -134,6 +146,8 @@ def _print_board(table_rows: list[list[str]], benchmark: str | None, simulated: 
     console.print(table)
     for judge, status in notes:
         console.print(Text(f"* {judge}: {status}"))  # not a finished result: say so
+    for judge, health in unhealthy or []:  # a judge that (mostly) gave no verdict is not a 50 % judge (issue 40)
+        console.print(Text(f"! {judge}: {health} — its accuracy is not a measurement of judging", style="bold red"))
 
 
 def print_report_leaderboard(page: Any, settings: Any) -> bool:
@@ -148,11 +162,13 @@ def print_report_leaderboard(page: Any, settings: Any) -> bool:
     keys = [c.key + ("_p" if c.kind == "p" else "") for c in LEADERBOARD_COLS]
     cells = [dict(zip(keys, row, strict=True)) for row in overall.rows]
     status = [None if c["status"] in ("", "—") else c["status"] for c in cells]  # "—": no status (tabular.fmt)
+    health = ["" if c["health"] in ("", "—") else c["health"] for c in cells]
     table_rows = [_terminal_row(c["judge_shown"], c["retrieved_ci"], c["uniform_ci"], c["difference_ci"],
                                 c["difference_ci_p"], c["n_retrieved"], c["no_verdict_retrieved"],
-                                c["errors_retrieved"], st) for c, st in zip(cells, status, strict=True)]
+                                c["errors_retrieved"], st, h) for c, st, h in zip(cells, status, health, strict=True)]
     _print_board(table_rows, page.benchmark, bool(page.simulated), settings_interval_label(settings),
-                 [(c["judge_shown"], st) for c, st in zip(cells, status, strict=True) if st])
+                 [(c["judge_shown"], st) for c, st in zip(cells, status, strict=True) if st],
+                 [(c["judge_shown"], h) for c, h in zip(cells, health, strict=True) if h])
     return True
 
 
@@ -168,8 +184,8 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
     The page holds the judge leaderboard (retrieved vs uniform evidence, per domain, judge − judge),
     accuracy by rating gap (weak judges and every judge run) and by corpus scope, position bias, the
     shortcut audit, retriever Hit@k and nDCG@k with chance floors, benchmark statistics, build and
-    evaluation cost, and the hardest pairs. Every rate carries a 95 % interval (bootstrap over
-    questions) and error bars; numbers the sim made are marked SIMULATED. All model text is escaped.
+    evaluation cost, and the hardest pairs. Every rate carries a 95 % interval (clustered by
+    question, on K − 1 df) and error bars; numbers the sim made are marked SIMULATED. All model text is escaped.
     A Provenance block under the title names the tool version, when the page was generated, the store
     (no password), the benchmark's version and content hash, the settings and protocol digests and the
     models of each role (also `provenance` in --json).
@@ -210,9 +226,11 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
 def leaderboard(ctx: click.Context, benchmark: str | None, version: int | None, as_json: bool) -> None:
     """Print the judge leaderboard: accuracy with retrieved and uniform evidence, and the difference.
 
-    Every rate carries a 95 % interval from a bootstrap that resamples whole questions ([analytics]
-    bootstrap_unit, confidence, bootstrap_resamples; seeded by [project] seed); the difference
-    (retrieved − uniform, over the pairs judged both ways) carries the p-value of a paired sign-flip test.
+    Every rate carries a 95 % interval clustered by question ([analytics] bootstrap_unit: question, video
+    or playlist; confidence): Wilson's score interval on the clusters' effective size, with the t quantile
+    of K − 1 df so that it holds with few clusters. The difference (retrieved − uniform, over the pairs
+    judged both ways) carries a cluster-robust t interval and its p-value (an exact sign-flip p beside it in
+    --json); judge − judge p-values are Holm-adjusted over every pair of judges.
     """
     if version is not None:
         from playlisteval.commands.versions import print_frozen_leaderboard
