@@ -59,6 +59,7 @@ bench: system venv
 	$(BIN)/python -m bench pipeline
 	$(BIN)/python -m bench index-hours
 	$(BIN)/python -m bench evidence
+	$(BIN)/python -m bench science
 
 # rewrite constraints.txt from the current virtualenv (after a deliberate upgrade)
 lock: venv

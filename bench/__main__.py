@@ -29,6 +29,9 @@
     python -m bench evidence [options]    cold 128-frame evidence for one pair (two 10-minute 720p30 files, no
                                           kept frames): exact timestamps vs the keyframe rule, beside ffmpeg's
                                           keyframe-only decode of the same files (bench/evidence_cold.py)
+    python -m bench science [options]     calibration of the report's statistics on SIMULATED studies of known
+                                          truth: coverage of every interval, size and power of the tests (Holm
+                                          over 17 judges), beside the naive methods (bench/science.py)
 
 ``python -m bench NAME --help`` lists each one's options.
 """
@@ -39,7 +42,7 @@ MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "
            "batch": "bench.batch_cost", "speech": "bench.speech", "steps": "bench.steps_speed",
            "commands": "bench.commands_speed", "pipeline": "bench.pipeline_speed",
            "index-command": "bench.index_command", "index-hours": "bench.index_hours",
-           "evidence": "bench.evidence_cold"}
+           "evidence": "bench.evidence_cold", "science": "bench.science"}
 
 args = sys.argv[1:]
 name = args.pop(0) if args and args[0] in MODULES else "index"  # no name (or only options): the index benchmark
