@@ -1,7 +1,8 @@
 -- Pairwise accuracy (SPEC G8) of every judge run, per domain and overall (domain 'All'), with the
 -- number of judged pairs and of replies without a verdict (scored 0.5 and counted here on their own);
 -- failed calls are not judged pairs: errors counts them beside the accuracy. Each run carries its
--- options (main: the configured defaults; varies: what a sweep changes) and its state.
+-- options (main: the configured defaults; varies: what a sweep changes), its state and its verdict health
+-- over the whole run (run_status; issue 40: flagged, health, the shares), on each of its rows.
 WITH acc AS (
     SELECT
         run_id,
@@ -29,7 +30,15 @@ SELECT
     s.varies,
     s.options_hash,
     s.state,
-    s.status
+    s.status,
+    s.refusals,
+    s.ties,
+    s.no_verdict_share,
+    s.a_share,
+    s.one_letter_share,
+    s.flagged,
+    s.health,
+    s.verdicts_mix
 FROM run_status AS s
 LEFT JOIN acc AS a ON a.run_id = s.run_id
 LEFT JOIN benchmark AS b ON b.id = s.benchmark_id

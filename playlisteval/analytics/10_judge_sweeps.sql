@@ -1,6 +1,7 @@
 -- Sweeps (SPEC G6): every run whose options differ from the configured defaults, labelled by what it
 -- changes (varies, e.g. 'frames=16'), beside the main run of the same judge, benchmark, evidence, scope
--- and side order: the accuracy of each over the pairs it judged, and the sweep's minus the main's.
+-- and side order: the accuracy of each over the pairs it judged, and the sweep's minus the main's; the
+-- verdict health of each (issue 40: a sweep or main run whose replies are mostly no verdict is flagged).
 SELECT
     s.run_id,
     s.benchmark_id,
@@ -18,7 +19,15 @@ SELECT
     s.status,
     m.run_id AS main_run_id,
     m.accuracy AS main_accuracy,
-    s.accuracy - m.accuracy AS difference
+    s.accuracy - m.accuracy AS difference,
+    s.no_verdict_share,
+    s.a_share,
+    s.one_letter_share,
+    s.flagged,
+    s.health,
+    s.verdicts_mix,
+    m.flagged AS main_flagged,
+    m.health AS main_health
 FROM judge_accuracy_by_run AS s
 LEFT JOIN judge_accuracy_by_run AS m
     ON m.main AND m.domain = 'All'

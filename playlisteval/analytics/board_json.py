@@ -21,7 +21,6 @@ def leaderboard_document(an: Analytics, settings: Settings, bench: dict[str, Any
                          version: int | None = None) -> dict[str, Any]:
     """Every rate of the leaderboard with its interval, the bootstrap that made them, and provenance."""
     from playlisteval.analytics.trust_sections import leaderboard_keys  # issue 21: judge − judge, power
-
     from playlisteval.eval.imported import label_board
 
     boot = Bootstrap.of(settings)

@@ -83,7 +83,7 @@ def _bounded(out: dict[str, Any]) -> dict[str, Any]:
     is kept as ``normal_low``/``normal_high`` and a note says it reached past the bounds — the sign that n
     is too small for it, which clipping alone would hide."""
     low, high = out["low"], out["high"]
-    if low is None or high is None or (0.0 <= low and high <= 1.0):
+    if low is None or high is None or (low >= 0.0 and high <= 1.0):
         return out
     note = "the normal interval reached past [0, 100] %: too few labels for it; shown clipped"
     return {**out, "normal_low": low, "normal_high": high, "low": max(0.0, low), "high": min(1.0, high),

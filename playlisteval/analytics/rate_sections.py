@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playlisteval.analytics import plots, rates, run_cost, run_rates, science, scope_figure
+from playlisteval.analytics import plots, rates, run_cost, run_rates, science, scope_figure, verdict_health
 from playlisteval.analytics.rates import Bootstrap, Row, shown_name
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.tabular import LEADERBOARD_COLS, Col, DisplayTable, Section, display, fmt
@@ -42,7 +42,7 @@ def leaderboard(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) ->
     section = Section("leaderboard", "Judge leaderboard (paper Table 1)",
                       "Pairwise accuracy on the full-domain scope, main forward pass, with retrieved and with "
                       "uniform evidence; no verdict counts 0.5. Δ = retrieved − uniform over the pairs judged both "
-                      f"ways, p from a paired test. {boot.label}.")
+                      f"ways, p from a paired test. {boot.label}. {verdict_health.rule(an.settings)}.")
     section.tables.append(("Overall", display(overall, LEADERBOARD_COLS)))
     domains = sorted({r["domain"] for r in by_domain})
     for evidence in ("retrieved", "uniform"):
@@ -207,7 +207,9 @@ SWEEP_COLS = [Col("run_id", "Run", "int"), Col("judge_shown", "Judge"), Col("evi
               Col("prompt_tokens", "Prompt tok./pair", "int"), Col("output_tokens", "Output tok./pair", "int"),
               Col("usd", "$", "usd3"), Col("main_prompt_tokens", "Main prompt tok./pair", "int"),
               Col("main_output_tokens", "Main output tok./pair", "int"), Col("main_usd", "Main $", "usd3"),
-              Col("status", "Status")]
+              Col("status", "Status"),
+              # issue 40: how each run's replies ended, and the flag of a run over [analytics] max_*_share
+              Col("verdicts_mix", "Verdicts"), Col("health", "Verdict health"), Col("main_health", "Main run health")]
 
 
 def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
@@ -221,5 +223,5 @@ def sweeps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Sect
                    f"judged, p from a paired test. {boot.label}. Tokens are per judged pair (output includes "
                    "thinking), $ the run's total from the ledger"
                    + (" (simulated calls: the price table applied to the sim's token counts, no provider's bill)"
-                      if simulated else "") + ".",
+                      if simulated else "") + f". {verdict_health.rule(an.settings)}.",
                    tables=[("", display(rows, SWEEP_COLS))])

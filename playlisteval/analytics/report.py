@@ -192,6 +192,12 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
         if section.id in ("leaderboard", "gap", "scope", "bias") and unfinished:
             section.note += (" Not finished (accuracy over the pairs judged so far; run the same `eval judge` "
                              "command again): " + "; ".join(_run_said(r) for r in unfinished) + ".")
+    from playlisteval.analytics.verdict_health import flagged_runs, flagged_said
+
+    unhealthy = flagged_said(flagged_runs(an, bench))  # issue 40: never read as a chance-level judge
+    for section in sections:
+        if section.id in ("leaderboard", "gap", "scope", "bias", "sweeps") and unhealthy:
+            section.note += unhealthy
     failed = an.rows("SELECT run_id, count(*) AS n FROM retrieval_error GROUP BY run_id ORDER BY run_id")
     for section in sections:
         if section.id == "retrieval" and failed:  # errors are not misses: left out of the means, and said so

@@ -98,7 +98,9 @@ VIEW_TABLES = (
 # Bulky columns no view reads: raw judge replies, evidence records, model payloads. At a million
 # judgments they would be most of the bytes loaded.
 HEAVY_COLUMNS = {
-    "judgment": ("raw", "evidence", "outcome", "call_id"),
+    # (outcome is read: verdict_health tells refusals and ties from other replies without a verdict, issue 40;
+    # a column of four values, dictionary-compressed)
+    "judgment": ("raw", "evidence", "call_id"),
     "qa": ("payload",),
     "distractor_set": ("payload",),
     "answer": ("record",),

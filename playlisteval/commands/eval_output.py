@@ -74,9 +74,9 @@ def print_judge_table(summaries: list[RunSummary], options: JudgeOptions,
                    + (f" ({s.outcomes['tie']} tie)" if s.outcomes.get("tie") else ""),
                    style="bold red" if h and h.flagged else "")
         flagged = "bold red" if h and h.flagged else ""
-        table.add_row(str(s.run_id), Text(s.judge), "all", f"{s.judged}/{s.pairs}",
-                      Text(ci(overall) if overall else pct(s.accuracy), style=flagged), mix,
-                      str(s.errors), Text(s.state + ("\nUNHEALTHY" if flagged else ""), style=flagged))
+        table.add_row(Text(f"{s.run_id}" + (" !" if flagged else ""), style=flagged), Text(s.judge), "all",
+                      f"{s.judged}/{s.pairs}", Text(ci(overall) if overall else pct(s.accuracy), style=flagged), mix,
+                      str(s.errors), s.state)
         for d in sorted(s.by_domain):
             shown = by_domain.get(d)
             table.add_row("", "", Text(d), str(shown.n) if shown else "", ci(shown) if shown else pct(s.by_domain[d]),
@@ -113,8 +113,8 @@ def report_unhealthy(summaries: list[RunSummary], health: dict[int, Health]) -> 
         h = health.get(s.run_id)
         if h is None or not h.flagged:
             continue
-        err_console.print(Text(f"UNHEALTHY JUDGE RUN {s.run_id} ({s.judge}): {h.health.removeprefix('unhealthy: ')}",
-                               style="bold red"))
+        err_console.print(Text(f"! UNHEALTHY JUDGE RUN {s.run_id} ({s.judge}): "
+                               f"{h.health.removeprefix('unhealthy: ')}", style="bold red"))
         err_console.print(Text(f"  {consequence(h)}. Look at its replies (`playlisteval eval attribute "
                                f"{s.run_id}`, `playlisteval show ITEM`) before reading its accuracy."))
 

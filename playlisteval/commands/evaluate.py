@@ -24,6 +24,7 @@ from playlisteval.commands.eval_output import (
     print_judge_table,
     print_retrieval,
     report_problems,
+    report_unhealthy,
     retrieval_exit,
 )
 from playlisteval.commands.models import batch_wanted, print_batch_report, run_maybe_batched
@@ -248,12 +249,20 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     share of pairs whose samples all agree, with intervals (analytics/stability.py).
 
     \b
-    Exit status: 0 every pair judged; 3 errors or pairs left (run again); 4 stopped by the budget.
+    Verdict health: beside each run's accuracy, its replies without a verdict (refusals and ties among
+    them) and the share of verdicts that are A. A run with more than [analytics] max_no_verdict_share
+    (0.2) no verdict, or more than max_one_letter_share (0.9) of its verdicts one letter, is flagged
+    UNHEALTHY with a warning naming it: its accuracy is not a measurement of judging.
+
+    \b
+    Exit status: 0 every pair judged; 3 errors or pairs left (run again); 4 stopped by the budget;
+    6 every pair judged, but a run is flagged for replies without a verdict (one-letter answering is
+    warned about only: a position-biased judge is a finding, and shortcut/always-a is one by design).
     """
     from dataclasses import replace
 
     from playlisteval.analytics.provenance import provenance
-    from playlisteval.analytics.rates import judge_run_intervals
+    from playlisteval.analytics.verdict_health import judge_run_checks
     from playlisteval.commands.sampling import print_stability, sample_stability
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions, parse_size
@@ -288,6 +297,7 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     if agentic and any(j.startswith("shortcut/") for j in judges or settings.eval.panel):
         raise click.UsageError("--agentic needs a model judge: a shortcut judge calls no model and no tool")
     summaries = []
+    health: dict[int, Any] = {}  # run → its verdict health (issue 40), for the table, warnings and exit status
     sampled = [(judge, sample) for judge in judges or tuple(settings.eval.panel) for sample in range(samples)]
     for judge, sample in sampled:
         run_options = replace(options, sample=sample) if temperature is not None else options
@@ -308,7 +318,9 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
             if not as_json:
                 print_stability(figures)
         if as_json:
-            cis = judge_run_intervals(settings, [summary.run_id])[summary.run_id]
+            intervals, checked = judge_run_checks(settings, [summary.run_id])
+            cis = intervals[summary.run_id]
+            health.update(checked)
             extra: dict[str, Any] = {"simulated": is_simulated(open_store(settings)),
                                      "provenance": provenance(open_store(settings), settings, int(chosen.id or 0))}
             if agentic:  # every tool call of the run, per pair (issue 20)
@@ -320,16 +332,19 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
                 extra["temperature"] = temperature
             if samples > 1 and sample == samples - 1:
                 extra["stability"] = figures
-            click.echo(json.dumps({**judge_json(summary, cis), **extra}))
+            click.echo(json.dumps({**judge_json(summary, cis, health.get(summary.run_id)), **extra}))
     if not as_json:
-        print_judge_table(summaries, options, judge_run_intervals(settings, [s.run_id for s in summaries]))
+        intervals, checked = judge_run_checks(settings, [s.run_id for s in summaries])
+        health.update(checked)
+        print_judge_table(summaries, options, intervals, health)
         if is_simulated(open_store(settings)):
             console.print("[yellow]simulated:[/] a benchmark or judge of the sim world: these accuracies test the "
                           "machinery only")
     for summary in summaries:
         if as_json:
             report_problems(summary)  # on stderr: the JSON lines stay alone on stdout
-    ctx.exit(judge_exit(summaries))
+    report_unhealthy(summaries, health)  # last, loud: a broken judge is never read as a chance-level one
+    ctx.exit(judge_exit(summaries, health))
 
 
 @eval_group.command("retrieve")

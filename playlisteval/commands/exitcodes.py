@@ -7,4 +7,6 @@ INCOMPLETE = 3  # the command finished, but with failed items or errors left to 
 #                (an empty folder or manifest at `add`)
 PAUSED = 4  # paused by the budget: raise it and run again to go on
 BUSY = 5  # another process holds the work (a second `build` while the first works on its items)
+FLAGGED = 6  # finished, but a result is not a measurement: `eval judge` made a run whose replies are mostly
+#              without a verdict ([analytics] max_no_verdict_share; issue 40) — its accuracy would read ~50 %
 INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT): what was committed is kept; the message says what to run

@@ -292,10 +292,15 @@ class AnalyticsSettings(_Section):
     consistent_letter_agreement: Share = 0.25  # SPEC G5: a judge below this letter agreement is consistent
     report_examples: NonNegativeInt = 5  # pairs shown in the report's "hardest pairs" section
     scope_order: list[str] = Field(default_factory=lambda: ["oracle", "1h", "10h", "24h", "domain"])
-    # issue 9: every rate shown carries an interval from a bootstrap that resamples whole units
+    # issues 9, 40: every rate shown carries an interval clustered by whole units (analytics/small_sample.py)
     confidence: float = Field(default=0.95, gt=0, lt=1)  # level of every interval
-    bootstrap_resamples: int = Field(default=2000, ge=100)  # resamples per interval (and sign flips per test)
-    bootstrap_unit: str = Field(default="question", pattern="^(question|video|playlist)$")  # what is resampled
+    bootstrap_resamples: int = Field(default=2000, ge=100)  # draws of a sign-flip check that cannot be exact
+    bootstrap_unit: str = Field(default="question", pattern="^(question|video|playlist)$")  # intervals' cluster
+    # issue 40: a judge run whose replies are mostly not verdicts (scored 0.5) or almost all one letter is
+    # FLAGGED beside its accuracy everywhere, and `eval judge` says so loudly (and exits 6 on no verdicts):
+    # a broken judge is never read as a chance-level one
+    max_no_verdict_share: Share = 0.2  # a run with a larger share of no verdict (refusals, ties included)
+    max_one_letter_share: Share = 0.9  # a run whose verdicts are more often one letter (all A / all B)
 
 
 class SelectSettings(_Section):

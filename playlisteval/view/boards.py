@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import Analytics, rate_sections, rates
+from playlisteval.analytics import Analytics, rate_sections, rates, verdict_health
 from playlisteval.analytics.intervals import Interval
 from playlisteval.analytics.rates import Bootstrap, shown_name
 from playlisteval.analytics.tabular import Section, fmt
@@ -33,7 +33,9 @@ def leaderboard(engine: Engine, settings: Settings, benchmark: dict[str, Any] | 
         section: Section = rate_sections.leaderboard(an, bench, boot)
         unfinished = [r for r in an.rows("SELECT * FROM run_status WHERE benchmark_id = ? AND main AND "
                                          "state <> 'finished' ORDER BY run_id", [bench["id"]])] if bench else []
-    return {"section": section, "label": boot.label, "unfinished": unfinished}
+        # issue 40: runs whose replies are mostly no verdict (or one letter), named above the tables
+        unhealthy = [r for r in verdict_health.flagged_runs(an, bench) if r["main"]] if bench else []
+    return {"section": section, "label": boot.label, "unfinished": unfinished, "unhealthy": unhealthy}
 
 
 def _ci(value: Interval | None) -> str:
@@ -53,4 +55,4 @@ def runs(engine: Engine, settings: Settings, benchmark: dict[str, Any] | None) -
             r["accuracy"] = _ci(overall)
             r["judge_shown"] = shown_name(str(r["judge"]))
         sweeps = rate_sections.sweeps(an, bench, boot)
-    return {"runs": rows, "sweeps": sweeps, "label": boot.label}
+    return {"runs": rows, "sweeps": sweeps, "label": boot.label, "rule": verdict_health.rule(settings)}
