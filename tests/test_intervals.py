@@ -205,3 +205,14 @@ def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
     assert small_sample.dyadic_variance(sums, counts, members) == pytest.approx(max(by_loop, one_way), rel=1e-9)
     iv = cluster_mean(values, first.tolist(), second=second.tolist())
     assert iv.df == len(set(first) | set(second)) - 1 and iv.p_sign_flip is None
+
+
+def test_a_rate_near_the_ceiling_from_few_clusters_carries_a_caution() -> None:
+    """bench science: a 97 % judge whose errors sit in a few questions is covered 72–93 % at 10–40 clusters;
+    the interval says so rather than pass for a 95 % one."""
+    perfect = cluster_mean(np.ones(40), np.arange(40))
+    assert perfect.caution is not None and "100 %" in perfect.caution and "caution" in perfect.as_dict()
+    assert cluster_mean(np.zeros(40), np.arange(40)).caution is not None
+    assert cluster_mean(np.r_[np.ones(20), np.zeros(20)], np.arange(40)).caution is None
+    assert cluster_mean(np.ones(200), np.arange(200)).caution is None  # 200 clusters: not flagged
+    assert cluster_difference(np.ones(40), np.zeros(40), np.arange(40)).caution is None  # rates only

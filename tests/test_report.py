@@ -109,7 +109,7 @@ def test_report_numbers_match_the_views(tmp_path: Path) -> None:
     _, sl, sh = stat_reference.rate([1, 1, 1, 1], "EEDD")
     _, dl, dh, dp = stat_reference.difference([0, 0, 1, 0.5], "EEDD")
     assert sl < 1 and sh == 1
-    assert (f"5 alpha retrieved domain forward thinking=high 4 0 100.0 [{100 * sl:.1f}, 100.0] 62.5 "
+    assert (f"5 alpha retrieved domain forward thinking=high 4 0 100.0 [{100 * sl:.1f}, 100.0] † 62.5 "
             f"[{100 * rl:.1f}, {100 * rh:.1f}] +37.5 [{100 * dl:+.1f}, {100 * dh:+.1f}] {dp:.3f} "
             f"(Holm {dp:.3f})") in text
     # beta judged 2 of its 4 pairs: every table that shows it says so (issue 9)

@@ -53,6 +53,7 @@ class Interval:
     p_sign_flip: float | None = None  # a difference's exact (or Monte-Carlo) sign-flip p over its clusters
     p_holm: float | None = None  # p adjusted within its family (multiplicity.adjust_family)
     family: str | None = None  # the named family of tests p_holm was adjusted in, with its size
+    caution: str | None = None  # why the interval may be narrower than it says (small_sample.near_ceiling)
 
     @property
     def has_interval(self) -> bool:
@@ -72,6 +73,8 @@ class Interval:
             out["p_sign_flip"] = self.p_sign_flip
         if self.family is not None:
             out["p_holm"], out["family"] = self.p_holm, self.family
+        if self.caution is not None:
+            out["caution"] = self.caution
         return out
 
 
@@ -165,7 +168,7 @@ def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int = 0, res
     if kind == "rate":
         low, high, p, df = small_sample.rate(s, n, level, null, m)
         return Interval(estimate, low, high, int(round(n.sum())), len(s), level, p, null, small_sample.RATE_METHOD,
-                        df or None)
+                        df or None, caution=small_sample.near_ceiling(estimate, df + 1) if df else None)
     if kind != "difference":
         raise ValueError(f"unknown kind of rate {kind!r}: 'rate' or 'difference'")
     tested = 0.0 if null is None else null

@@ -23,8 +23,9 @@ def fmt(value: Any, kind: str) -> str:
     num, text."""
     if value is None:
         return "—"
-    if kind == "ci":
-        return f"{100 * value.estimate:.1f} {_bounds(value.low, value.high, '{:.1f}')}"
+    if kind == "ci":  # † : the interval's caution (a rate near 0 / 100 % from few clusters, small_sample)
+        mark = " †" if getattr(value, "caution", None) else ""
+        return f"{100 * value.estimate:.1f} {_bounds(value.low, value.high, '{:.1f}')}{mark}"
     if kind == "cipts":
         return f"{100 * value.estimate:+.1f} {_bounds(value.low, value.high, '{:+.1f}')}"
     if kind == "p":
@@ -134,7 +135,8 @@ def interval_label(seed: int, resamples: int, level: float, unit: str) -> str:
     return (f"{round(100 * level)} % intervals over {unit}s, on K − 1 df (K {unit}s): rates by Wilson's score "
             f"interval with the clusters' design effect, differences by a cluster-robust (CR2) t; each p is its "
             f"interval's own test (paired differences also checked by an exact sign-flip test over {unit}s, "
-            f"seed {seed} where it must draw {resamples})")
+            f"seed {seed} where it must draw {resamples}); † a rate near 0 or 100 % from fewer than 100 {unit}s: "
+            f"its interval may be too narrow if the errors sit in a few {unit}s")
 
 
 def settings_interval_label(settings: Any) -> str:
