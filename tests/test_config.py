@@ -60,3 +60,13 @@ def test_relative_sqlite_path_resolves_against_project(tmp_path: Path) -> None:
     assert s.store_url == f"sqlite:///{(tmp_path / 'playlisteval.db').resolve()}"
     assert s.price_for("sim/generator").output == 3.0
     assert s.price_for("openai/unknown").output == 0.0
+
+
+def test_a_role_name_that_is_not_a_role_is_an_error_naming_the_right_one(tmp_path: Path) -> None:
+    """Issue 41: PLAYLISTEVAL_MODELS__F_FIRST used to become a new role while F_first kept its model."""
+    write_project(tmp_path)
+    with pytest.raises(ConfigError, match="no role 'F_FIRST'.*did you mean 'F_first'"):
+        load_settings(tmp_path, environ={"PLAYLISTEVAL_MODELS__F_FIRST": "x"})
+    with pytest.raises(ConfigError, match="no role 'D3_frist'.*did you mean 'D3_first'"):
+        load_settings(tmp_path, environ={"PLAYLISTEVAL_MODELS__D3_frist": "sim/judge"})
+    assert load_settings(tmp_path, environ={"PLAYLISTEVAL_MODELS__F_first": "sim/judge"}).models["F_first"]

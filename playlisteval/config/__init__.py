@@ -5,6 +5,7 @@ API keys are never part of the settings: providers read them from the environmen
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -572,6 +573,20 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _check_roles(path: Path, models: dict[str, Any]) -> None:
+    """Every role named in [models] (or PLAYLISTEVAL_MODELS__ROLE) must be one the pipeline has: a wrong
+    case or a typo would otherwise become a new role nobody reads while the real one keeps its old model
+    (issue 41: PLAYLISTEVAL_MODELS__F_FIRST)."""
+    for role in models:
+        if role in DEFAULT_MODELS:
+            continue
+        same_case = [r for r in DEFAULT_MODELS if r.lower() == str(role).lower()]
+        close = same_case or difflib.get_close_matches(str(role), list(DEFAULT_MODELS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{path}: [models] has no role {role!r} (from the file or PLAYLISTEVAL_MODELS__{role})"
+                          f"{hint} The roles: {', '.join(DEFAULT_MODELS)}")
+
+
 def load_settings(project: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
     """Read the project's settings; ``project`` defaults to the one found from the working directory."""
     root = find_project(project)
@@ -583,6 +598,7 @@ def load_settings(project: Path | None = None, environ: dict[str, str] | None = 
         raise ConfigError(f"{path}: {exc}") from None
     data = _merge(data, env_overrides(environ))
     if "models" in data:
+        _check_roles(path, data["models"])
         data["models"] = {**DEFAULT_MODELS, **data["models"]}
     try:
         settings = Settings.model_validate(data)
