@@ -10,7 +10,9 @@ observed one, computed
   their differences, Hit@k — every total a multiple of ½), as the distribution of a sum of independent
   ±a_i, built one cluster at a time over the lattice (a subset-sum convolution: K × Σ|a| steps);
 * otherwise by Monte Carlo over ``resamples`` random sign vectors, whose p cannot go below
-  1 / (resamples + 1): the method says so, with that floor.
+  1 / (resamples + 1): the method says so, with that floor — up to ``MONTE_CARLO_CLUSTERS`` clusters.
+  Beyond, the check is not computed (None): with that many clusters the cluster-robust t it checks needs no
+  check, and 2,000 draws of 100k signs for each of a report's comparisons would cost seconds apiece.
 
 Before, every K > 16 went to Monte Carlo with 2,000 draws, so no p could fall below 1/2001 and Holm over
 136 judge pairs could reject nothing (issue 40's first finding).
@@ -25,7 +27,8 @@ from numpy.typing import ArrayLike, NDArray
 
 EXACT_SIGN_FLIPS_MAX = 16  # 2^16 sign vectors enumerated at most
 LATTICE = 64  # totals that are multiples of 1/64 are tested exactly by convolution
-_LATTICE_CELLS_MAX = 50_000_000  # K × Σ|a| on the lattice: beyond, Monte Carlo
+_LATTICE_CELLS_MAX = 20_000_000  # K × Σ|a| on the lattice: beyond, Monte Carlo
+MONTE_CARLO_CLUSTERS = 1000  # beyond, no Monte-Carlo check (sign_flip returns None)
 _CELLS_PER_CHUNK = 4_000_000
 
 
@@ -34,12 +37,19 @@ def _rng(seed: int) -> np.random.Generator:
 
 
 def _on_lattice(d: NDArray[np.float64]) -> NDArray[np.int64] | None:
-    scaled = d * LATTICE
-    rounded = np.round(scaled)
-    if not np.all(np.abs(scaled - rounded) <= 1e-6):
-        return None
-    a = np.abs(rounded).astype(np.int64)
-    return a if len(a) * int(a.sum()) <= _LATTICE_CELLS_MAX else None
+    """The totals as integers: multiplied by the smallest power of two up to ``LATTICE`` that makes them
+    whole, then divided by their gcd (halves stay a lattice of step ½, not 1/64: the convolution costs
+    K × Σa); None when none does or the convolution would be too large."""
+    scale = 1
+    while scale <= LATTICE:
+        scaled = d * scale
+        rounded = np.round(scaled)
+        if np.all(np.abs(scaled - rounded) <= 1e-6):
+            a = np.abs(rounded).astype(np.int64)
+            a //= int(np.gcd.reduce(a)) if np.any(a) else 1
+            return a if len(a) * int(a.sum()) <= _LATTICE_CELLS_MAX else None
+        scale *= 2
+    return None
 
 
 def _lattice_distribution(a: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -58,13 +68,14 @@ def _lattice_distribution(a: NDArray[np.int64]) -> NDArray[np.float64]:
     return dist
 
 
-def sign_flip_p(cluster_totals: ArrayLike, *, seed: int = 0, resamples: int = 2000) -> float:
-    """Two-sided sign-flip p of the clusters' totals (see the module's docstring for how it is computed)."""
+def sign_flip_p(cluster_totals: ArrayLike, *, seed: int = 0, resamples: int = 2000) -> float | None:
+    """Two-sided sign-flip p of the clusters' totals (see the module's docstring for how it is computed);
+    None where it is not computed (too many clusters off the lattice)."""
     return sign_flip(cluster_totals, seed=seed, resamples=resamples)[0]
 
 
-def sign_flip(cluster_totals: ArrayLike, *, seed: int = 0, resamples: int = 2000) -> tuple[float, str]:
-    """(p, how it was computed: 'enumerated', 'exact' or 'Monte Carlo (floor 1/N)')."""
+def sign_flip(cluster_totals: ArrayLike, *, seed: int = 0, resamples: int = 2000) -> tuple[float | None, str]:
+    """(p, how it was computed: 'enumerated', 'exact', 'Monte Carlo (floor 1/N)' or 'not computed')."""
     d = np.sort(np.asarray(cluster_totals, dtype=np.float64).reshape(-1))
     k = len(d)
     observed = abs(d.sum())
@@ -80,8 +91,10 @@ def sign_flip(cluster_totals: ArrayLike, *, seed: int = 0, resamples: int = 2000
         dist = _lattice_distribution(a)
         total = int(a.sum())
         sums = 2 * np.arange(total + 1) - total  # Σ ±a for each size of the + subset's sum
-        observed_int = int(round(observed * LATTICE))
+        observed_int = abs(int((np.sign(d) * a).sum()))  # the observed total on the lattice, exactly
         return float(min(1.0, dist[np.abs(sums) >= observed_int].sum())), "exact"
+    if k > MONTE_CARLO_CLUSTERS:
+        return None, f"not computed ({k} clusters off the lattice: the t needs no check)"
     hits = 0
     rng, rows, done = _rng(seed), max(1, _CELLS_PER_CHUNK // k), 0
     while done < resamples:
