@@ -10,6 +10,7 @@ import pytest
 
 from playlisteval.analytics.attribution import (
     CATEGORIES,
+    NO_EVIDENCE,
     NO_VERDICT,
     NOT_RETRIEVED,
     NOT_SAMPLED,
@@ -39,6 +40,19 @@ def test_each_category_follows_from_what_was_served() -> None:
     assert category_of("verdict", 0.0, [hops[0], None], served) == UNCITED
     # a frame of the right moment in another video is not the cited moment
     assert category_of("verdict", 0.0, hops, {"chunks": [3, 9], "frames": [[1, 40.0], [1, 110.0]]}) == NOT_SAMPLED
+    # shown nothing (a shortcut judge) or nothing on record (an imported run): never blamed on retrieval
+    assert category_of("verdict", 0.0, hops, {"mode": "none"}) == NO_EVIDENCE
+    assert category_of("verdict", 0.0, hops, {}) == NO_EVIDENCE
+    assert category_of("no_verdict", 0.5, hops, {}) == NO_VERDICT
+
+
+def test_a_shortcut_judge_s_failures_are_not_blamed_on_retrieval(selected: Path, tmp_path: Path) -> None:
+    """Issue 41: `eval attribute` said shortcut/random was "100 % cited evidence not retrieved"."""
+    settings = copy_of(selected, tmp_path / "p")
+    [run] = json_lines(cli(settings, "eval", "judge", "--judge", "shortcut/random", "--json"))
+    [out] = json_lines(cli(settings, "eval", "attribute", str(run["run_id"]), "--json"))
+    assert out["counts"][NOT_RETRIEVED] == out["counts"][NOT_SAMPLED] == out["counts"][SERVED_WRONG] == 0
+    assert out["counts"][NO_EVIDENCE] + out["counts"][NO_VERDICT] == out["wrong_or_no_verdict"] > 0
 
 
 def test_attribute_counts_sum_to_the_runs_wrong_and_no_verdict_judgments(selected: Path, tmp_path: Path) -> None:

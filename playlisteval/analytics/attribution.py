@@ -4,6 +4,9 @@ Every judgment that is not a win — a wrong verdict (score 0) or no verdict (a 
 refusal, a reward model's tie) — is put in exactly one category, from stored records only:
 
 - ``no_verdict``: the judge gave no verdict, whatever it was shown;
+- ``no_evidence``: the judge was served no evidence at all (a shortcut judge, mode "none"), or none is on
+  record (a run imported with `eval import`): retrieval cannot be blamed for what was never asked of it
+  (issue 41: shortcut/random was "100 % cited evidence not retrieved");
 - ``not_retrieved``: for some hop, none of the chunks the gold answer cites was among the chunks served;
 - ``not_sampled``: every hop's cited chunks were served, but for some hop no served frame lies inside the
   gold answer's cited ranges (the chunk was there, the moment was not);
@@ -36,11 +39,12 @@ from playlisteval.prompts.citations import parse_citations
 from playlisteval.store import transaction
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
 
-NO_VERDICT, NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, UNCITED = (
-    "no_verdict", "not_retrieved", "not_sampled", "served_wrong", "uncited")
-CATEGORIES = (NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, NO_VERDICT, UNCITED)
+NO_VERDICT, NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, UNCITED, NO_EVIDENCE = (
+    "no_verdict", "not_retrieved", "not_sampled", "served_wrong", "uncited", "no_evidence")
+CATEGORIES = (NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, NO_VERDICT, UNCITED, NO_EVIDENCE)
 LABELS = {NOT_RETRIEVED: "cited evidence not retrieved", NOT_SAMPLED: "retrieved but not sampled",
-          SERVED_WRONG: "served but still wrong", NO_VERDICT: "no verdict", UNCITED: "gold answer cites nothing"}
+          SERVED_WRONG: "served but still wrong", NO_VERDICT: "no verdict", UNCITED: "gold answer cites nothing",
+          NO_EVIDENCE: "served no evidence (or none on record)"}
 EXAMPLES = 3
 
 
@@ -181,6 +185,8 @@ def category_of(outcome: str, score: float, hops: list[Hop | None], record: dict
     """The one category of a judgment that is not a win (see the module docstring for the order)."""
     if outcome != "verdict" or score == 0.5:
         return NO_VERDICT
+    if "chunks" not in record and "frames" not in record:  # shown nothing, or imported: nothing to blame
+        return NO_EVIDENCE
     if any(h is None for h in hops):
         return UNCITED
     served = {int(c) for c in record.get("chunks") or []}
