@@ -14,6 +14,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from playlisteval.commands.judge_cost import estimate_judge_cmd, judge_options
 from playlisteval.commands.support import console, err_console, settings_of
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, PlaylistEvalError
@@ -120,9 +121,13 @@ def check(ctx: click.Context, network: bool, roles: tuple[str, ...], as_json: bo
         probes: dict[str, tuple[bool, str]] = {}
         for role, spec in sorted(chosen.items()):
             rows.append(_check_role(settings, role, spec, network, probes, status.update))
+        servers = [_check_endpoint(settings, spec, url, network, status.update)
+                   for spec, url in sorted(settings.endpoints.items()) if not roles or spec in chosen.values()]
     failures = [r for r in rows if not r["usable"]]
     if as_json:
         for row in rows:
+            click.echo(json.dumps(row))
+        for row in servers:
             click.echo(json.dumps(row))
     else:
         table = Table(title="Models per role")
@@ -143,8 +148,46 @@ def check(ctx: click.Context, network: bool, roles: tuple[str, ...], as_json: bo
             console.print(f"[red]{len(failures)} role(s) not usable[/]")
         else:
             console.print("every role is usable" + ("" if network else " (endpoints not tried: --no-network)"))
-    if failures:
+        for e in servers:  # issue 42: each [endpoints] server, and whether it serves the model's name
+            console.print(f"[endpoints] {e['endpoint']} at {e['server']}: {e['problem'] or e['state']}",
+                          soft_wrap=True, highlight=False, markup=False, style=None if e["usable"] else "red")
+    if failures or not all(e["usable"] for e in servers):
         sys.exit(1)
+
+
+def _check_endpoint(settings: Settings, spec: str, url: str, network: bool,
+                    say: Callable[[str], None]) -> dict[str, Any]:
+    """Ask the [endpoints] server of ``spec`` which models it serves (GET /v1/models through the openai
+    SDK: free) and whether the model's name is one of them. Never raises."""
+    from playlisteval.models.registry import Registry, split_spec
+
+    provider, model = split_spec(spec)
+    row: dict[str, Any] = {"endpoint": spec, "server": url, "reachable": None, "served": [], "usable": True,
+                           "state": "not tried (--no-network)", "problem": ""}
+    if not network:
+        return row
+    say(f"asking {url} which models it serves…")
+    try:
+        import openai
+
+        client = Registry(settings).get(provider).client(model)  # type: ignore[attr-defined]
+        served = [m.id for m in client.with_options(timeout=settings.providers.check_timeout_s,
+                                                    max_retries=0).models.list()]
+    except ImportError as exc:
+        return {**row, "usable": False, "problem": f"{exc} (pip install 'playlisteval[api]')"}
+    except PlaylistEvalError as exc:  # no key for a provider that needs one
+        return {**row, "usable": False, "problem": str(exc)[:200]}
+    except openai.OpenAIError as exc:
+        from playlisteval.models.providers.openai_compat import map_error
+
+        return {**row, "reachable": False, "usable": False,
+                "problem": f"cannot reach the server: {map_error(exc, url)}"[:300]}
+    row.update(reachable=True, served=served)
+    if model in served:
+        return {**row, "state": f"serves {model}"}
+    names = ", ".join(served[:5]) + (" …" if len(served) > 5 else "") if served else "no model"
+    return {**row, "usable": False, "problem": f"serves {names}, not {model!r}: the name after '{provider}/' "
+            "must be the server's model name (vLLM --served-model-name)"}
 
 
 def _check_role(settings: Settings, role: str, spec: str, network: bool, probes: dict[str, tuple[bool, str]],
@@ -157,7 +200,7 @@ def _check_role(settings: Settings, role: str, spec: str, network: bool, probes:
     sdk = ("built in" if needs.sdk is None else needs.sdk) if sdk_ok else (
         f"{needs.sdk} missing (pip install 'playlisteval[{extra_for(provider)}]')")
     key_ok, key = _key_state(needs)
-    reach_ok, endpoint = True, _endpoint(settings, provider)
+    reach_ok, endpoint = True, settings.endpoint_for(spec) or _endpoint(settings, provider)
     if network and sdk_ok and key_ok:
         if spec not in probes:
             say(f"reaching {provider} for {model}…")
@@ -183,15 +226,20 @@ def cost_group() -> None:
               help="Mean segment length. Default: measured from the store's seeds, else the [index] range's middle.")
 @click.option("--from-ledger/--no-from-ledger", default=True,
               help="Use mean tokens of calls already in the ledger where a role has some (default).")
+@judge_options
 @click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON (README, \"--json\").")
 @click.pass_context
 def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | None, from_ledger: bool,
-             as_json: bool) -> None:
+             as_json: bool, **judge: Any) -> None:
     """Project the cost of a build from the price table and the expected tokens of each role.
 
     Offline and free: no model is called. Calls per seed include the expected repeated attempts
     ([estimate] attempts_phase1/2) and second opinions; local models are charged per GPU-hour.
+    With --judge MODEL: a judge run over the benchmark instead (pairs × (1 + --swap) × --samples calls,
+    each with the run's evidence), per pair and in total (issue 42; commands/judge_cost.py).
     """
+    if judge["judges"]:
+        return estimate_judge_cmd(ctx, from_ledger=from_ledger, as_json=as_json, **judge)
     from playlisteval.models.batch.estimate import mode_costs, totals
     from playlisteval.models.estimate import project_cost, store_facts
     from playlisteval.store import open_store

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -22,6 +23,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -68,6 +70,19 @@ AudioFormat = Annotated[str, Field(pattern=one_of("mp3", "m4a", "wav"))]
 Thinking = Annotated[str, Field(pattern=one_of("", "minimal", "low", "medium", "high"))]
 FrameLimitRule = Annotated[str, Field(pattern=one_of("subsample", "error"))]
 CompletionWindow = Annotated[str, Field(pattern=one_of("24h"))]
+#: the providers that speak the OpenAI wire and so may have a server per model ([endpoints], issue 42)
+ENDPOINT_PROVIDERS = ("openai", "qwen", "vllm")
+
+
+def _server_url(url: str) -> str:
+    """An [endpoints] value: an http(s) URL with a host (the server's OpenAI base URL, ``…/v1``)."""
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
+        raise ValueError(f"{url!r} is not a server URL: write http://host:port/v1 (or https://…)")
+    return url.strip()
+
+
+ServerUrl = Annotated[str, AfterValidator(_server_url)]
 
 
 class _Section(BaseModel):
@@ -455,6 +470,9 @@ class Settings(BaseModel):
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
     rate_limits: dict[str, dict[str, NonNegativeFloat]] = Field(default_factory=dict)
     providers: ProviderSettings = Field(default_factory=ProviderSettings)
+    # issue 42: a model's own OpenAI-compatible server, "provider/model" as written → base URL; every role,
+    # judge and weak judge using that model goes there; unlisted models keep [providers]' base URL
+    endpoints: dict[str, ServerUrl] = Field(default_factory=dict)
     estimate: EstimateSettings = Field(default_factory=EstimateSettings)
     sim: SimSettings = Field(default_factory=SimSettings)
     select: SelectSettings = Field(default_factory=SelectSettings)
@@ -481,7 +499,21 @@ class Settings(BaseModel):
                 generation[role] = {**generation.get(role, {}), **table}
         return {**data, "models": models, "generation": generation}
 
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoint_models(cls, endpoints: dict[str, str]) -> dict[str, str]:
+        for spec in endpoints:
+            provider, sep, model = spec.partition("/")
+            if not sep or not model.strip() or provider not in ENDPOINT_PROVIDERS:
+                raise ValueError(f"key {spec!r} must be a model as written, 'provider/model', with "
+                                 f"provider one of {', '.join(ENDPOINT_PROVIDERS)} (the OpenAI-compatible ones)")
+        return endpoints
+
     # -- derived ---------------------------------------------------------------------------------
+    def endpoint_for(self, model_spec: str) -> str | None:
+        """The server [endpoints] names for ``model_spec`` ("vllm/Qwen/…"), None: the provider's default."""
+        return self.endpoints.get(model_spec)
+
     @property
     def store_url(self) -> str:
         """The store URL with a relative SQLite path resolved against the project directory."""

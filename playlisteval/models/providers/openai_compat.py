@@ -35,6 +35,7 @@ from playlisteval.media.clips import ClipSpec, audio_clip, model_clip
 from playlisteval.models.providers.media_parts import FramedVideo, data_url, framed, frames_record, image_limit
 from playlisteval.models.providers.pixel_budget import fit_images
 from playlisteval.models.providers.wire import fallback_usage, mmss, parse_retry_after, strict_json_schema
+from playlisteval.models.reasoning import message_thinking
 from playlisteval.models.request import (
     AudioPart,
     ImagePart,
@@ -79,12 +80,21 @@ class OpenAIProvider:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._client: openai.OpenAI | None = None
+        self._client: openai.OpenAI | None = None  # the provider's default server's
+        self._clients: dict[str, openai.OpenAI] = {}  # issue 42: one per [endpoints] server
         self._lock = threading.Lock()
 
     # -- configuration -----------------------------------------------------------------------------
     def base_url(self) -> str | None:
         return self.settings.providers.openai_base_url or None
+
+    def endpoint(self, model: str) -> str | None:
+        """The server of ``model`` named in [endpoints] (issue 42), None: the provider's default."""
+        return self.settings.endpoint_for(f"{self.name}/{model}")
+
+    def server(self, model: str | None = None) -> str | None:
+        """Where calls for ``model`` go: its [endpoints] server, else the provider's base URL."""
+        return (self.endpoint(model) if model is not None else None) or self.base_url()
 
     def api_key(self) -> str:
         for name in self.key_env:
@@ -94,9 +104,16 @@ class OpenAIProvider:
             return "EMPTY"
         raise ProviderNotAvailable(f"{self.name}: set {self.key_env[0]} in the environment")
 
-    def client(self) -> openai.OpenAI:
-        """One client per provider per process, kept alive (its connection pool is reused)."""
+    def client(self, model: str | None = None) -> openai.OpenAI:
+        """One client per provider per process, kept alive (its connection pool is reused); a model with
+        its own server in [endpoints] gets that server's client, one per server."""
+        url = self.endpoint(model) if model is not None else None
         with self._lock:
+            if url is not None:
+                if url not in self._clients:
+                    self._clients[url] = openai.OpenAI(api_key=self.api_key(), base_url=url, max_retries=0,
+                                                       timeout=self.settings.runner.timeout_s)
+                return self._clients[url]
             if self._client is None:
                 self._client = openai.OpenAI(api_key=self.api_key(), base_url=self.base_url(), max_retries=0,
                                              timeout=self.settings.runner.timeout_s)
@@ -105,7 +122,7 @@ class OpenAIProvider:
     # -- the call ----------------------------------------------------------------------------------
     def complete(self, model: str, request: ModelRequest, schema: type[BaseModel] | None,
                  timeout: float) -> ProviderReply:
-        client = self.client()
+        client = self.client(model)
         request = fit_images(self.settings, request)  # issue 20 (Table 18): image parts within the pixel budget
         videos = self.frames(model, request)  # once per call: the messages and the reply's record share them
         messages: Any = self.messages(model, request, videos)
@@ -128,8 +145,8 @@ class OpenAIProvider:
             # content entries the SDK's types do not know (Qwen's frame lists, vLLM's video_url) are
             # sent as given: hence the plain dicts
             completion = client.chat.completions.create(model=model, messages=messages, timeout=timeout, **kwargs)
-        except openai.OpenAIError as exc:
-            raise map_error(exc, where) from exc
+        except openai.OpenAIError as exc:  # a model on its own server ([endpoints]): the error names the server
+            raise map_error(exc, f"{where} at {self.server(model)}" if self.endpoint(model) else where) from exc
         except ValueError as exc:  # a body cut off mid-JSON: the server glitched, try again later
             raise TransientModelError(f"{where}: unreadable response: {str(exc)[:200]}") from exc
         reply = self.reply(completion, request, time.monotonic() - started)
@@ -257,7 +274,8 @@ class OpenAIProvider:
             raw["usage_estimated"] = True
         usage.gpu_seconds = self.gpu_seconds(latency)
         calls = tool_calls_of(message)
-        return ProviderReply(text=text, usage=usage, finish_reason=str(finish), raw=raw, tool_calls=calls)
+        return ProviderReply(text=text, usage=usage, finish_reason=str(finish), raw=raw, tool_calls=calls,
+                             thinking=message_thinking(message))  # reasoning_content: never the answer
 
     def usage(self, completion: Any, request: ModelRequest, text: str) -> Usage:
         u = completion.usage
@@ -277,13 +295,13 @@ class OpenAIProvider:
     # -- models check ------------------------------------------------------------------------------
     def check(self, model: str) -> str:
         """Reach the endpoint with the key (lists models); raise ModelError when that fails."""
-        client = self.client().with_options(timeout=self.settings.providers.check_timeout_s, max_retries=0)
+        client = self.client(model).with_options(timeout=self.settings.providers.check_timeout_s, max_retries=0)
         try:
             listed = [m.id for m in client.models.list()]
         except openai.OpenAIError as exc:
             raise map_error(exc, self.name) from exc
         known = "listed" if model in listed else f"not among the {len(listed)} listed models"
-        return f"{self.base_url() or 'api.openai.com'} reachable; {model} {known}"
+        return f"{self.server(model) or 'api.openai.com'} reachable; {model} {known}"
 
 
 def tool_specs(request: ModelRequest) -> list[dict[str, Any]]:
