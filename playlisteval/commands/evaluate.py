@@ -226,6 +226,9 @@ _MODALITY = click.Choice(["frames+transcript", "frames", "transcript", "frames+a
 @click.option("--wait/--no-wait", default=True,
               help="With a Redis broker: wait for the `playlisteval worker` processes to judge every question "
                    "(default), or send the questions and return at once with the runs as they stand.")
+@click.option("--max-pairs", type=click.IntRange(min=1), default=None,
+              help="Judge only the benchmark's first N pairs, ordered by content key (the same N on any store); "
+                   "the run stays incomplete and the same command without it goes on (issue 42).")
 @click.option("--json", "as_json", is_flag=True, help="Print each run's summary as a JSON line.")
 @click.pass_context
 def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None, evidence: str | None,
@@ -233,7 +236,7 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
               thinking: str | None, media_resolution: str | None, audio_speed: float | None,
               audio_mode: str | None, retriever: str | None, budget: float | None, use_batch: bool | None,
               wait: bool, as_json: bool, agentic: bool = False, samples: int = 1,
-              temperature: float | None = None) -> None:
+              temperature: float | None = None, max_pairs: int | None = None) -> None:
     """Run judges over the benchmark's pairs with the G4 prompt (SPEC G).
 
     Each judge with these options is one run, named by a hash of its options (`eval runs` lists them);
@@ -255,7 +258,8 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     UNHEALTHY with a warning naming it: its accuracy is not a measurement of judging.
 
     \b
-    Exit status: 0 every pair judged; 3 errors or pairs left (run again); 4 stopped by the budget;
+    Exit status: 0 every pair judged (with --max-pairs N: the first N); 3 errors or pairs left (run again);
+    4 stopped by the budget (the same command with a higher --budget goes on);
     6 every pair judged, but a run is flagged for replies without a verdict (one-letter answering is
     warned about only: a position-biased judge is a finding, and shortcut/always-a is one by design).
     """
@@ -307,7 +311,8 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
 
             batched = batch_wanted(settings, ("G",), use_batch) and not judge.startswith("shortcut/") and not agentic
             def work(runner: Any, name: str = judge, step: Any = tick, opts: Any = run_options) -> Any:
-                return run_judge(settings, name, opts, benchmark, runner=runner, tick=step, wait=wait)
+                return run_judge(settings, name, opts, benchmark, runner=runner, tick=step, wait=wait,
+                                 max_pairs=max_pairs)
 
             summary, batches = run_maybe_batched(settings, ("G",), batched, work)
         print_batch_report(batches, stderr=as_json)
@@ -344,7 +349,12 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
         if as_json:
             report_problems(summary)  # on stderr: the JSON lines stay alone on stdout
     report_unhealthy(summaries, health)  # last, loud: a broken judge is never read as a chance-level one
-    ctx.exit(judge_exit(summaries, health))
+    code = judge_exit(summaries, health)
+    if max_pairs is not None:  # done when the first N pairs are judged (issue 42)
+        from playlisteval.commands.judge_bounds import bounded_exit
+
+        code = bounded_exit(open_store(settings), summaries, health, max_pairs, code)
+    ctx.exit(code)
 
 
 @eval_group.command("retrieve")

@@ -14,7 +14,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from playlisteval.commands.judge_cost import estimate_judge_cmd, judge_options
+from playlisteval.commands.judge_cost import estimate_judge_cmd, judge_estimate_wanted, judge_options
 from playlisteval.commands.support import console, err_console, settings_of
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, PlaylistEvalError
@@ -238,7 +238,7 @@ def estimate(ctx: click.Context, seeds: int | None, segment_minutes: float | Non
     With --judge MODEL: a judge run over the benchmark instead (pairs × (1 + --swap) × --samples calls,
     each with the run's evidence), per pair and in total (issue 42; commands/judge_cost.py).
     """
-    if judge["judges"]:
+    if judge_estimate_wanted(judge):
         return estimate_judge_cmd(ctx, from_ledger=from_ledger, as_json=as_json, **judge)
     from playlisteval.models.batch.estimate import mode_costs, totals
     from playlisteval.models.estimate import project_cost, store_facts

@@ -34,6 +34,7 @@ from playlisteval.build.gates.citations import strip_citations
 from playlisteval.config import Settings
 from playlisteval.errors import MediaError, ModelError, StateError
 from playlisteval.eval import shortcuts
+from playlisteval.eval.bounds import first_pairs
 from playlisteval.eval.corpus import Corpora, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import MODALITIES, ask, judge_input
@@ -107,9 +108,11 @@ def _run_for(engine: Engine, benchmark_id: int, judge: str, options: JudgeOption
 
 
 def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: str | None = None, *,
-              runner: Runner | None = None, tick: Tick | None = None, wait: bool = True) -> RunSummary:
+              runner: Runner | None = None, tick: Tick | None = None, wait: bool = True,
+              max_pairs: int | None = None) -> RunSummary:
     """Judge the benchmark's pairs that have no judgment in this run yet. ``wait=False`` (Redis): send the
-    questions to the workers and return at once with the run as it stands."""
+    questions to the workers and return at once with the run as it stands. ``max_pairs``: only the
+    benchmark's first N pairs by content key (eval/bounds.py); the run stays incomplete beyond them."""
     engine = open_store(settings)
     shortcut = shortcuts.is_shortcut(judge)
     if shortcut:
@@ -128,6 +131,9 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
             if row is not None:
                 row.finished_at = 0.0  # a pass is under way
                 s.add(row)
+    if max_pairs is not None:  # `--max-pairs N` (issue 42): the first N pairs by content key
+        sides = {p: sides[p] for p in first_pairs(engine, sides, max_pairs)}
+        done &= set(sides)
     texts = pair_texts(engine, [p for p in sides if p not in done])
     items = sorted({t.item_id for t in texts.values()})
     progress = {"done": len(done)}
@@ -141,7 +147,10 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
     if tick:
         tick(progress["done"], len(sides))
     payload = {"judge": judge, "options": asdict(options), "budget_usd": settings.eval.budget_usd}
-    out = run_jobs(settings, "judge", run_id, items, payload, runner=runner, wait=wait, progress=moved)
+    bounded = None if max_pairs is None else {i: {"pairs": sorted(p for p, t in texts.items() if t.item_id == i)}
+                                              for i in items}
+    out = run_jobs(settings, "judge", run_id, items, payload, runner=runner, wait=wait, progress=moved,
+                   payloads=bounded)
     if not out.waited:
         return summarize(engine, run_id, options)
     judged_now = sum(int(r.get("judged_now", 0)) for r in out.tally.results)
@@ -197,7 +206,8 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
             .where(BenchmarkPair.benchmark_id == run.benchmark_id, Pair.item_id == item_id)).all()}
         done = set(s.exec(select(Judgment.pair_id).where(Judgment.run_id == run_id,
                                                          col(Judgment.pair_id).in_(list(sides)))).all())
-    pair_ids = sorted(p for p in sides if p not in done)
+    only = job.payload.get("pairs")  # `--max-pairs`: this question's pairs within the bound
+    pair_ids = sorted(p for p in sides if p not in done and (only is None or p in only))
     if not pair_ids:
         return {"pairs": 0, "judged_now": 0}
     texts = pair_texts(engine, pair_ids)
