@@ -134,10 +134,13 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     for r, p, rejected in zip(rows, adjusted["adjusted"], adjusted["rejected"], strict=True):
         r["p_holm"], r["rejected"] = p, rejected
     clusters = max((r["difference"]["clusters"] for r in rows if r["difference"] is not None), default=0)
-    check_floor = min(1.0, adjusted["m"] * sign_flips.smallest_p(clusters)) if clusters else None
+    checked = 0 < clusters <= sign_flips.CHECKED_CLUSTERS
+    check_floor = min(1.0, adjusted["m"] * sign_flips.smallest_p(clusters)) if checked else None
     floor = ("the cluster-robust t's p has no floor (the old 2,000 sign flips could not go below 1/2001); "
              + (f"the exact sign-flip check's smallest Holm-adjusted p is {adjusted['m']} × 2^(1 − {clusters}) "
-                f"= {check_floor:.2g}" if check_floor is not None else "no comparison to check"))
+                f"= {check_floor:.2g}" if check_floor is not None else
+                f"no sign-flip check past {sign_flips.CHECKED_CLUSTERS} clusters" if clusters
+                else "no comparison to check"))
     return {"evidence": evidence, "alpha": alpha, "power": power_, **_boot(boot), "smallest_p": floor,
             "smallest_p_sign_flip_holm": check_floor,
             "method": (f"paired difference of main runs on common pairs, clustered by {boot.unit}; "
