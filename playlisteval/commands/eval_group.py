@@ -146,6 +146,8 @@ def runs(ctx: click.Context, benchmark: str | None, judge: str | None, as_json: 
         what = f"{where}\n" + ("main" if info.main else f"sweep: {info.varies or 'a repeat of the main run'}")
         if info.imported:  # verdicts made elsewhere (`eval import`): say so, with the file they came from
             what += f"\nimported from {info.settings.get('import_file')}"
+        if info.settings.get("rescore_of") is not None:  # `eval rescore`: re-read from that run's replies
+            what += f"\nrescore of run {info.settings['rescore_of']} (no model call)"
         h = health.get(info.run_id)
         red = "bold red" if h and h.flagged else ""
         table.add_row(str(info.run_id), Text(f"{info.judge}\n{info.benchmark}"), Text(what), c.state,

@@ -1,7 +1,7 @@
 """`cost estimate --judge MODEL …` (issue 42, item 6): a judge run priced before it starts.
 
 The options here are added to `cost estimate` (commands/models.py); with ``--judge`` it prints the judge
-step's estimate (models/judge_estimate.py) instead of the build's. The run's options not given default
+step's estimate (eval/judge_estimate.py) instead of the build's. The run's options not given default
 to the benchmark's stored protocol, else [eval], as `eval judge` does.
 """
 
@@ -60,7 +60,7 @@ def estimate_judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: s
                        max_pairs: int | None, from_ledger: bool, as_json: bool) -> None:
     from playlisteval.benchmark.pairs import find_benchmark
     from playlisteval.eval.options import JudgeOptions
-    from playlisteval.models.judge_estimate import estimate_judges
+    from playlisteval.eval.judge_estimate import estimate_judges
     from playlisteval.store import open_store, protocol
 
     settings = settings_of(ctx)

@@ -17,6 +17,7 @@ from typing import Any
 from playlisteval.errors import ModelError
 from playlisteval.eval.judging import JudgeInput, Reply, stop_reason
 from playlisteval.eval.verdicts import ERROR, TIE, VERDICT
+from playlisteval.models.reasoning import answer_of
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import GenerationSettings, ModelRequest, TextPart
 from playlisteval.models.runner import Runner
@@ -37,7 +38,7 @@ def is_reward_judge(runner: Runner, spec: str) -> bool:
 def score_of(text: str) -> float | None:
     """The reply's ``{"score": x}`` as a finite float, or None."""
     try:
-        value = json.loads(text).get("score")
+        value = json.loads(answer_of(text)).get("score")  # never a score from the thinking (issue 42)
     except (ValueError, AttributeError):
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):

@@ -26,7 +26,9 @@ NOT_RECORDED = "options not recorded"
 # not of its variant — it says nothing about what the judge saw, so an import made with the protocol's
 # options is its judge's main run like a run made here
 IMPORTED = "imported"
-PROVENANCE = (IMPORTED, "import_file", "import_sha256")
+# a run re-derived from another run's stored replies (`eval rescore`, issue 42): the run it re-read, provenance too
+RESCORE_OF = "rescore_of"
+PROVENANCE = (IMPORTED, "import_file", "import_sha256", RESCORE_OF)
 
 
 def canonical(options: Mapping[str, Any]) -> str:

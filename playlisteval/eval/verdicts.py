@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from playlisteval.eval.metrics import pair_score
+from playlisteval.models.reasoning import answer_of
 
 VERDICT_RE = re.compile(r"\[\[([AB])\]\]")
 
@@ -20,8 +21,9 @@ OUTCOMES = (VERDICT, NO_VERDICT, REFUSAL, TIE, ERROR)
 
 
 def parse_verdict(text: str | None) -> str | None:
-    """"A", "B", or None when the reply holds neither token."""
-    found = VERDICT_RE.findall(text or "")
+    """"A", "B", or None when the reply's answer holds neither token. Only the answer counts: a token inside
+    the reply's thinking (``<think>…</think>``, models/reasoning.py) is no verdict (issue 42)."""
+    found = VERDICT_RE.findall(answer_of(text))
     return found[-1] if found else None
 
 

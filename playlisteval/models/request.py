@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from playlisteval.models.reasoning import answer_of
+
 
 class TextPart(BaseModel):
     kind: Literal["text"] = "text"
@@ -148,6 +150,14 @@ class ProviderReply(BaseModel):
     finish_reason: str = "stop"
     raw: dict[str, Any] = Field(default_factory=dict)
     tool_calls: list[ToolCall] = Field(default_factory=list)
+    # issue 42: the reasoning a provider gave in a field of its own (``reasoning_content``, Gemini's thought
+    # parts), never part of ``text``; thinking blocks inside ``text`` stay there (models/reasoning.py)
+    thinking: str = ""
+
+    @property
+    def answer(self) -> str:
+        """The text parsers read: ``text`` without its thinking blocks (models/reasoning.py)."""
+        return answer_of(self.text)
 
 
 class ModelResponse(BaseModel):
@@ -162,3 +172,9 @@ class ModelResponse(BaseModel):
     call_id: int | None = None  # the ledger row
     usd: float = 0.0
     tool_calls: list[ToolCall] = Field(default_factory=list)  # cached with the answer: a replay calls the same
+    thinking: str = ""  # the provider's reasoning field (``ProviderReply.thinking``), cached with the answer
+
+    @property
+    def answer(self) -> str:
+        """The text parsers read: ``text`` without its thinking blocks (models/reasoning.py)."""
+        return answer_of(self.text)

@@ -196,7 +196,7 @@ class Runner:
             replay = self._cached(try_key, spec, request) if try_key in tried else None
             if replay is not None:
                 reply = ProviderReply(text=replay.text, usage=replay.usage, finish_reason=replay.finish_reason,
-                                      raw=replay.raw, tool_calls=replay.tool_calls)
+                                      raw=replay.raw, tool_calls=replay.tool_calls, thinking=replay.thinking)
                 call_id, cost, started = int(replay.call_id or 0), 0.0, time.monotonic()
             else:
                 if self.defer is not None and malformed_tries:  # a repair goes by batch too, as its own try
@@ -349,7 +349,7 @@ class Runner:
         if schema is None:
             return None, None
         try:
-            data = extract_json(reply.text)
+            data = extract_json(reply.answer)  # never an object from the thinking (models/reasoning.py)
             return schema.model_validate(data).model_dump(), None
         except (ValueError, ValidationError) as exc:
             snippet = reply.text.strip().replace("\n", " ")[:80]
@@ -362,7 +362,7 @@ class Runner:
         response = ModelResponse(
             text=reply.text, parsed=parsed, usage=usage, finish_reason=reply.finish_reason, raw=reply.raw,
             malformed=malformed_reason is not None, malformed_reason=malformed_reason, call_id=call_id,
-            tool_calls=reply.tool_calls,
+            tool_calls=reply.tool_calls, thinking=reply.thinking,
         )
         provider, model = split_spec(spec)
         with kept.begin(self.engine) as s:

@@ -101,7 +101,8 @@ def store_result(settings: Settings, engine: Engine, batch: ModelBatch, result: 
             cache_key = result.key if is_try or (problem is None and not row.checked) else f"{result.key}:try0"
             response = ModelResponse(text=reply.text, parsed=parsed, usage=reply.usage,
                                      finish_reason=reply.finish_reason, raw=reply.raw,
-                                     malformed=problem is not None, malformed_reason=problem)
+                                     malformed=problem is not None, malformed_reason=problem,
+                                     thinking=reply.thinking)
             if s.get(ResponseCache, cache_key) is None:
                 s.add(ResponseCache(request_hash=cache_key, provider=batch.provider, model=batch.model,
                                     response=response.model_dump(exclude={"call_id", "cached", "usd"})))

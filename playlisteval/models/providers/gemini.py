@@ -334,6 +334,7 @@ class GeminiProvider:
         raw = response.model_dump(mode="json", exclude_none=True, exclude={"sdk_http_response", "parsed"})
         candidate = response.candidates[0] if response.candidates else None
         calls: list[ToolCall] = []
+        thinking = ""  # the thought summaries (issue 42): kept apart, never read as the answer
         if candidate is None:
             feedback = response.prompt_feedback
             reason = feedback.block_reason.value if feedback and feedback.block_reason else "no candidates"
@@ -342,6 +343,7 @@ class GeminiProvider:
             content_parts = (candidate.content.parts if candidate.content else None) or []
             # thought summaries are not the answer
             text = "".join(p.text for p in content_parts if p.text and not p.thought)
+            thinking = "".join(p.text for p in content_parts if p.text and p.thought)
             finish = candidate.finish_reason.value.lower() if candidate.finish_reason else "stop"
             calls = [ToolCall(id=p.function_call.id or f"call_{n}", name=p.function_call.name or "",
                               arguments=dict(p.function_call.args or {}),
@@ -356,7 +358,7 @@ class GeminiProvider:
                           thinking_tokens=meta.thoughts_token_count or 0,
                           cached_input_tokens=meta.cached_content_token_count or 0)  # context cache reads
         return ProviderReply(text=text, usage=usage, finish_reason=finish, raw=raw,
-                             tool_calls=calls)
+                             tool_calls=calls, thinking=thinking)
 
     # -- models check ------------------------------------------------------------------------------
     def check(self, model: str) -> str:
