@@ -59,8 +59,8 @@ def estimate_judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: s
                        scope: str | None, frames: int | None, modality: str | None, swap: bool, samples: int,
                        max_pairs: int | None, from_ledger: bool, as_json: bool) -> None:
     from playlisteval.benchmark.pairs import find_benchmark
-    from playlisteval.eval.options import JudgeOptions
     from playlisteval.eval.judge_estimate import estimate_judges
+    from playlisteval.eval.options import JudgeOptions
     from playlisteval.store import open_store, protocol
 
     settings = settings_of(ctx)
