@@ -49,3 +49,14 @@ def test_human_serve_on_a_busy_port_fails_before_printing_its_url(proj: Settings
                                     env=env_for(**OVERRIDES))
     assert result.exit_code == exitcodes.USAGE, result.output
     assert "http://" not in result.output and f"127.0.0.1:{port}" in result.output
+
+
+def test_dollars_in_json_carry_no_float_noise() -> None:
+    """Issue 44: `status --json` printed 3.1e-17 (and -2.1e-17) dollars reserved: sums of per-token prices."""
+    from playlisteval.commands.support import money_rounded
+
+    got = money_rounded({"reserved_usd": -2.0816681711721685e-17, "spent_usd": 0.1 + 0.2,
+                         "by": [{"paid_usd": 3.1e-17, "tokens": 1e-17}], "price_per_token_usd": 2.5e-8})
+    assert got == {"reserved_usd": 0.0, "spent_usd": 0.3, "by": [{"paid_usd": 0.0, "tokens": 1e-17}],
+                   "price_per_token_usd": 2.5e-8}
+    assert str(got["reserved_usd"]) == "0.0"  # not -0.0

@@ -43,9 +43,26 @@ def settings_of(ctx: click.Context) -> Settings:
     return load_settings(obj.get("project"))
 
 
+USD_DECIMALS = 10  # a ten-billionth of a dollar: below any per-token price, above float sums' noise
+
+
+def money_rounded(data: Any, key: str = "") -> Any:
+    """``data`` with every amount in dollars (a key ending in ``usd``) rounded to ``USD_DECIMALS``: sums of
+    per-token prices leave float noise (issue 44: `status --json` printed ``3.1e-17`` dollars reserved, and
+    ``-2.1e-17``). Zero is 0.0, never -0.0."""
+    if isinstance(data, dict):
+        return {k: money_rounded(v, str(k)) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [money_rounded(v, key) for v in data]
+    if isinstance(data, float) and key.lower().endswith("usd"):
+        return round(data, USD_DECIMALS) + 0.0
+    return data
+
+
 def emit_json(data: Any) -> None:
-    """One JSON document on stdout (the shapes are in README "Output as JSON")."""
-    click.echo(json.dumps(data, default=str, ensure_ascii=False))
+    """One JSON document on stdout (the shapes are in README "Output as JSON"); dollar amounts rounded
+    (``money_rounded``)."""
+    click.echo(json.dumps(money_rounded(data), default=str, ensure_ascii=False))
 
 
 class _Rate(ProgressColumn):
