@@ -82,3 +82,20 @@ def test_list_describes_the_views(proj: Path) -> None:
     assert code == 0 and "position_bias" in out and "cost_by_domain" in out
     code, out = run(proj)
     assert code == 2 and "QUERY" in out
+
+
+def test_a_wide_result_piped_at_80_columns_is_records_not_ellipses(proj: Path) -> None:
+    """Issue 44: `sql "SELECT * FROM leaderboard"` piped at 80 columns printed rows of "…"."""
+    from playlisteval.commands import support
+
+    width = support.console.width
+    support.console.width = 80  # CliRunner's output is a pipe; the width a piped terminal gets
+    try:
+        code, out = run(proj, "SELECT * FROM leaderboard WHERE domain = 'All' ORDER BY judge")
+    finally:
+        support.console.width = width
+    assert code == 0, out
+    assert "one record each" in out and "-[ row 1 ]" in out
+    assert "judge" in out and "alpha" in out and "retrieved" in out
+    assert not any(set(line.strip()) <= {"…", "│", "┃", " ", "┏", "━", "┳", "┓"} and "…" in line
+                   for line in out.splitlines())

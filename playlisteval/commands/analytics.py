@@ -74,11 +74,28 @@ def sql(ctx: click.Context, query: str | None, fmt: str, list_views: bool) -> No
     elif fmt == "json":
         for r in rows:
             click.echo(json.dumps(r, default=str))
+    elif len(names) * MIN_COLUMN_WIDTH > console.width:
+        _print_records(rows, names)
     else:
         table = Table(*names, title=f"{len(rows)} row(s)")
         for r in rows:
             table.add_row(*(Text(_cell(r[n])) for n in names))  # Text: cell values are never markup
         console.print(table)
+
+
+MIN_COLUMN_WIDTH = 9  # narrower, a table cell shows "…" and nothing else
+
+
+def _print_records(rows: list[dict[str, Any]], names: list[str]) -> None:
+    """Rows too wide for the terminal as records, a "column: value" line each (issue 44: the leaderboard
+    view piped at 80 columns was rows of "…"); --format csv / json for scripts."""
+    console.print(Text(f"{len(rows)} row(s), {len(names)} columns: one record each (wider terminal: a table; "
+                       "--format csv or json for scripts)", style="dim"))
+    width = max(len(n) for n in names)
+    for i, r in enumerate(rows, start=1):
+        console.print(Text(f"-[ row {i} ]" + "-" * max(0, min(console.width, 40) - 12), style="bold"))
+        for n in names:
+            console.print(Text(f"{n.ljust(width)} | {_cell(r[n])}"), overflow="fold")
 
 
 def print_leaderboard(an: Any, settings: Any, bench: dict[str, Any] | None, *, as_json: bool = False) -> None:
