@@ -102,7 +102,9 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
     else:
         _print_add_report(report)
     if not found:  # an empty folder or manifest: said, and not exit 0 (a script would go on to `index`)
-        where = str(manifest) if manifest is not None else ", ".join(str(p) for p in paths[:5])
+        from playlisteval.index.fsnames import shown
+
+        where = str(manifest) if manifest is not None else ", ".join(shown(p) for p in paths[:5])
         err_console.print(f"[yellow]note:[/] no video in {where} was added or is in the collection "
                           "(an empty folder or manifest, or every file skipped)", highlight=False)
         sys.exit(exitcodes.INCOMPLETE)

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.errors import MediaError
+from playlisteval.index import fsnames
 from playlisteval.index.captions import find_sidecar
 from playlisteval.index.episodes import episode_order
 from playlisteval.index.manifest import Entry, read_manifest
@@ -112,17 +113,23 @@ def content_moved(path: str | Path, sha256: str | None, size: int, mtime: float)
     return digest if digest != sha256 else None
 
 
-def _folder_entries(domain: str, folder: Path) -> list[Entry]:
+def _folder_entries(domain: str, folder: Path, report: AddReport) -> list[Entry]:
     """A folder's video files form a playlist named after it; its subfolders are playlists too."""
     entries: list[Entry] = []
     children = sorted(folder.iterdir(), key=lambda p: (p.name.lower(), p.name))
     for child in children:
         # dotfiles ("._x.mp4" resource forks, partial downloads) are not the playlist's videos
         if child.is_file() and child.suffix.lower() in VIDEO_SUFFIXES and not child.name.startswith("."):
+            if fsnames.undecodable(child):  # the store cannot hold it: skipped, named escaped (fsnames.py)
+                report.skipped.append(Skipped(fsnames.shown(child), fsnames.reason(child)))
+                continue
             entries.append(Entry(domain, folder.name, child, child.stem))
     for child in children:
         if child.is_dir() and not child.name.startswith("."):
-            entries.extend(_folder_entries(domain, child))
+            if fsnames.undecodable(child):  # a playlist name the store cannot hold, nor its videos' paths
+                report.skipped.append(Skipped(fsnames.shown(child), fsnames.reason(child)))
+                continue
+            entries.extend(_folder_entries(domain, child, report))
     return entries
 
 
@@ -130,9 +137,13 @@ def _path_entries(domain: str, paths: Iterable[Path], report: AddReport) -> list
     entries: list[Entry] = []
     for raw in paths:
         path = Path(raw).expanduser().resolve()
+        if fsnames.undecodable(path):  # given on the command line as it is (or under such a folder)
+            report.skipped.append(Skipped(fsnames.shown(path), fsnames.reason(path)))
+            continue
         if path.is_dir():
-            found = _folder_entries(domain, path)
-            if not found:
+            before = len(report.skipped)
+            found = _folder_entries(domain, path, report)
+            if not found and len(report.skipped) == before:  # else what was skipped in it says why
                 report.skipped.append(Skipped(str(path), "no video files in folder"))
             entries.extend(found)
         else:
@@ -183,7 +194,8 @@ def _check(entry: Entry) -> _Checked:
         checked.reason = f"unreadable: {exc.strerror or exc}"
         return checked
     sidecar = find_sidecar(entry.path)
-    checked.captions = str(sidecar.resolve()) if sidecar else None
+    # a caption file whose name the store cannot hold is not used (the video is; ASR stands in)
+    checked.captions = str(sidecar.resolve()) if sidecar and not fsnames.undecodable(sidecar) else None
     return checked
 
 
