@@ -60,6 +60,7 @@ class AddReport:
     playlists: list[str] = field(default_factory=list)  # "domain/playlist", each once
     duplicates: list[SameContent] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)  # present, but its content changed on disk
+    merged: list[str] = field(default_factory=list)  # manifest rows that repeat an earlier row (issue 44)
 
     def summary(self) -> str:
         refused = sum(1 for d in self.duplicates if not d.added)
@@ -75,7 +76,7 @@ class AddReport:
         return {"added": self.added, "unchanged": self.unchanged,
                 "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
                 "duplicates": [{"path": d.path, "existing": d.existing, "added": d.added} for d in self.duplicates],
-                "playlists": self.playlists, "changed": self.changed}
+                "playlists": self.playlists, "changed": self.changed, "merged": self.merged}
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:
@@ -367,5 +368,7 @@ def add_manifest(engine: Engine, file: str | Path, *, allow_duplicate: bool = Fa
     """Add the rows of a CSV/JSON manifest (domain, playlist, title, path, optional url and position)."""
     file = Path(file).resolve()
     report = AddReport()
-    return _add_entries(engine, read_manifest(file), report, by_name=False, source=str(file),
+    manifest = read_manifest(file)
+    report.merged = manifest.merged
+    return _add_entries(engine, manifest.entries, report, by_name=False, source=str(file),
                         allow_duplicate=allow_duplicate)
