@@ -91,7 +91,7 @@ def _rows(file: Path) -> list[tuple[dict[str, Any], str | None]]:
                           "nothing was added")
     rows: list[tuple[dict[str, Any], str | None]] = []
     for row in reader:
-        extra = row.pop(None, None)  # type: ignore[call-overload]  # DictReader's key for surplus fields
+        extra = row.pop(None, None)  # DictReader's key for surplus fields
         shape = (f"has {len(header) + len(extra)} fields, the header names {len(header)} (a comma in a "
                  "field needs the field in double quotes)") if extra else None
         rows.append(({str(k).strip().lower(): v for k, v in row.items()}, shape))
