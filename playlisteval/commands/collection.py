@@ -71,6 +71,11 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
     whose content is already in the collection under another domain or playlist is reported and not
     added, unless --allow-duplicate. Adding the same files again changes nothing; only new videos are
     indexed next. `playlisteval remove` undoes an add.
+
+    A manifest with bad rows (a missing column or file, a control character, a title over 1,000
+    characters, the same file twice with different titles) is refused whole, every bad row named;
+    a row that repeats another exactly is merged and said. A file or folder whose name is not UTF-8
+    is skipped with its name escaped (each such byte as \\xNN): rename it to UTF-8 and add again.
     """
     from playlisteval.index.collection import add_manifest, add_paths
     from playlisteval.index.fsnames import shown
