@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.cli import main
 from playlisteval.commands import exitcodes
+from playlisteval.index.captions import find_sidecar
 from playlisteval.store import open_store
 from tests.helpers import project
 from tests.index_helpers import make_video, write_srt
@@ -70,6 +71,7 @@ def test_names_that_are_not_utf8_are_skipped_escaped_and_the_rest_added(tmp_path
     assert all("not valid UTF-8" in r and "rename it" in r for r in skipped.values())
     engine = open_store(project(tmp_path))
     assert _videos(engine) == [("good", "new", None)]  # the caption file with a bytes name is not used
+    assert find_sidecar(good) is None  # nor at `index`, nor when a changed file is re-probed
 
     plain = _add(tmp_path, "Education", str(show))  # the text report: names escaped, nothing raw
     said = _said(plain)

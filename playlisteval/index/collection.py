@@ -195,8 +195,7 @@ def _check(entry: Entry) -> _Checked:
         checked.reason = f"unreadable: {exc.strerror or exc}"
         return checked
     sidecar = find_sidecar(entry.path)
-    # a caption file whose name the store cannot hold is not used (the video is; ASR stands in)
-    checked.captions = str(sidecar.resolve()) if sidecar and not fsnames.undecodable(sidecar) else None
+    checked.captions = str(sidecar.resolve()) if sidecar else None
     return checked
 
 
