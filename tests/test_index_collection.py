@@ -124,7 +124,7 @@ def test_manifest_csv_and_json(engine: Engine, tmp_path: Path) -> None:
 def test_bad_manifest_is_a_config_error(engine: Engine, tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("domain,title,path\nHistory,x,y.mp4\n")
-    with pytest.raises(ConfigError, match="missing playlist"):
+    with pytest.raises(ConfigError, match="has no playlist column"):
         add_manifest(engine, bad)
     with pytest.raises(ConfigError, match="does not exist"):
         add_manifest(engine, tmp_path / "none.csv")

@@ -71,17 +71,23 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
     whose content is already in the collection under another domain or playlist is reported and not
     added, unless --allow-duplicate. Adding the same files again changes nothing; only new videos are
     indexed next. `playlisteval remove` undoes an add.
+
+    A manifest with bad rows (a missing column or file, a control character, a title over 1,000
+    characters, the same file twice with different titles) is refused whole, every bad row named;
+    a row that repeats another exactly is merged and said. A file or folder whose name is not UTF-8
+    is skipped with its name escaped (each such byte as \\xNN): rename it to UTF-8 and add again.
     """
     from playlisteval.index.collection import add_manifest, add_paths
+    from playlisteval.index.fsnames import shown
     from playlisteval.index.manifest import read_manifest
     from playlisteval.store import open_store
 
-    listed = list(paths) if manifest is None else [e.path for e in read_manifest(manifest) if e.path is not None]
-    missing = [str(p) for p in listed if not p.expanduser().exists()]
+    if manifest is not None:  # every bad row, a missing file's included, named at once (issue 44)
+        read_manifest(manifest, require_files=True)
+    missing = [shown(p) for p in paths if not p.expanduser().exists()]
     if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        where = f" (listed in {manifest})" if manifest is not None else ""
-        raise MediaError(shown, f"no such file or folder{where}; nothing was added")
+        listed = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise MediaError(listed, "no such file or folder; nothing was added")
     if manifest is None and not (domain and paths):
         raise click.UsageError("give DOMAIN and PATH…, or --manifest FILE")
     if manifest is None and domain is not None:
@@ -102,7 +108,7 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
     else:
         _print_add_report(report)
     if not found:  # an empty folder or manifest: said, and not exit 0 (a script would go on to `index`)
-        where = str(manifest) if manifest is not None else ", ".join(str(p) for p in paths[:5])
+        where = str(manifest) if manifest is not None else ", ".join(shown(p) for p in paths[:5])
         err_console.print(f"[yellow]note:[/] no video in {where} was added or is in the collection "
                           "(an empty folder or manifest, or every file skipped)", highlight=False)
         sys.exit(exitcodes.INCOMPLETE)
@@ -112,6 +118,8 @@ def _print_add_report(report: Any) -> None:
     console.print(report.summary())
     for skipped in report.skipped:
         console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
+    for merged in report.merged:
+        console.print(f"  [yellow]repeated row[/] {merged}", highlight=False)
     for path in report.changed:
         console.print(f"  [yellow]changed on disk[/] {path}: its content is not what was indexed; the next "
                       "`playlisteval index` indexes it again (and drops what the old content made)", highlight=False)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from playlisteval.errors import MediaError
+from playlisteval.index import fsnames
 
 CAPTION_SUFFIXES = (".srt", ".vtt")
 # a sidecar in one of these languages wins over others (".en.srt" over ".fr.srt")
@@ -114,6 +115,8 @@ def find_sidecar(video_path: str | Path) -> Path | None:
     prefix = video.stem + "."
     for entry in folder.iterdir():
         if not entry.is_file() or entry.suffix.lower() not in CAPTION_SUFFIXES:
+            continue
+        if fsnames.undecodable(entry.name):  # not UTF-8: the store cannot keep its path (index/fsnames.py)
             continue
         if not entry.name.startswith(prefix):
             continue

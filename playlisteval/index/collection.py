@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.errors import MediaError
+from playlisteval.index import fsnames
 from playlisteval.index.captions import find_sidecar
 from playlisteval.index.episodes import episode_order
 from playlisteval.index.manifest import Entry, read_manifest
@@ -59,6 +60,7 @@ class AddReport:
     playlists: list[str] = field(default_factory=list)  # "domain/playlist", each once
     duplicates: list[SameContent] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)  # present, but its content changed on disk
+    merged: list[str] = field(default_factory=list)  # manifest rows that repeat an earlier row (issue 44)
 
     def summary(self) -> str:
         refused = sum(1 for d in self.duplicates if not d.added)
@@ -74,7 +76,7 @@ class AddReport:
         return {"added": self.added, "unchanged": self.unchanged,
                 "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
                 "duplicates": [{"path": d.path, "existing": d.existing, "added": d.added} for d in self.duplicates],
-                "playlists": self.playlists, "changed": self.changed}
+                "playlists": self.playlists, "changed": self.changed, "merged": self.merged}
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:
@@ -112,17 +114,23 @@ def content_moved(path: str | Path, sha256: str | None, size: int, mtime: float)
     return digest if digest != sha256 else None
 
 
-def _folder_entries(domain: str, folder: Path) -> list[Entry]:
+def _folder_entries(domain: str, folder: Path, report: AddReport) -> list[Entry]:
     """A folder's video files form a playlist named after it; its subfolders are playlists too."""
     entries: list[Entry] = []
     children = sorted(folder.iterdir(), key=lambda p: (p.name.lower(), p.name))
     for child in children:
         # dotfiles ("._x.mp4" resource forks, partial downloads) are not the playlist's videos
         if child.is_file() and child.suffix.lower() in VIDEO_SUFFIXES and not child.name.startswith("."):
+            if fsnames.undecodable(child):  # the store cannot hold it: skipped, named escaped (fsnames.py)
+                report.skipped.append(Skipped(fsnames.shown(child), fsnames.reason(child)))
+                continue
             entries.append(Entry(domain, folder.name, child, child.stem))
     for child in children:
         if child.is_dir() and not child.name.startswith("."):
-            entries.extend(_folder_entries(domain, child))
+            if fsnames.undecodable(child):  # a playlist name the store cannot hold, nor its videos' paths
+                report.skipped.append(Skipped(fsnames.shown(child), fsnames.reason(child)))
+                continue
+            entries.extend(_folder_entries(domain, child, report))
     return entries
 
 
@@ -130,9 +138,13 @@ def _path_entries(domain: str, paths: Iterable[Path], report: AddReport) -> list
     entries: list[Entry] = []
     for raw in paths:
         path = Path(raw).expanduser().resolve()
+        if fsnames.undecodable(path):  # given on the command line as it is (or under such a folder)
+            report.skipped.append(Skipped(fsnames.shown(path), fsnames.reason(path)))
+            continue
         if path.is_dir():
-            found = _folder_entries(domain, path)
-            if not found:
+            before = len(report.skipped)
+            found = _folder_entries(domain, path, report)
+            if not found and len(report.skipped) == before:  # else what was skipped in it says why
                 report.skipped.append(Skipped(str(path), "no video files in folder"))
             entries.extend(found)
         else:
@@ -355,5 +367,7 @@ def add_manifest(engine: Engine, file: str | Path, *, allow_duplicate: bool = Fa
     """Add the rows of a CSV/JSON manifest (domain, playlist, title, path, optional url and position)."""
     file = Path(file).resolve()
     report = AddReport()
-    return _add_entries(engine, read_manifest(file), report, by_name=False, source=str(file),
+    manifest = read_manifest(file)
+    report.merged = manifest.merged
+    return _add_entries(engine, manifest.entries, report, by_name=False, source=str(file),
                         allow_duplicate=allow_duplicate)
