@@ -13,19 +13,23 @@ import logging
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
 from click.testing import CliRunner
 from sqlalchemy import text
+from sqlmodel import select as sa_select
 
 from playlisteval import logs
 from playlisteval.cli import main
-from playlisteval.logs.redaction import KEY_ENV, MASK, RedactingStream, redact
+from playlisteval.logs.redaction import KEY_ENV, MASK, RedactingStream, redact, redact_known
 from playlisteval.models.providers import gemini, hf, openai_compat
+from playlisteval.models.request import ProviderReply, ToolCall
 from playlisteval.store import forget_engines, open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.redacted import carries_error_text
+from playlisteval.store.tables import ResponseCache
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.provider_fakes import CHAT, Canned, FakeAPI, fake_api
 
@@ -181,3 +185,74 @@ def test_a_provider_that_quotes_the_key_leaves_it_nowhere(tmp_path: Path, api: F
     for where, textual in [("store", store), ("terminal and logs", "\n".join(printed)), ("report/export", files)]:
         assert KEY not in textual, f"the key is in the {where}"
     assert json.dumps(KEY)[1:-1] not in store
+
+
+# -- a key inside a normal 200 reply (issue 44): hidden by the runner, and again by every page -------------------
+def test_model_text_loses_the_known_keys_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``redact_known`` hides the key variables' values and the key shapes; the header and query patterns,
+    which would blank ordinary prose in an answer, are not applied to model text."""
+    monkeypatch.setenv("OPENAI_API_KEY", PLAIN_KEY)
+    prose = "The basic idea: the bearer bonds, key=3 and token=5 on the slide; Authorization: granted."
+    assert redact_known(prose) == prose
+    said = f"Gateway notice: authorised with {PLAIN_KEY} (also {KEY}, {GOOGLE_A})."
+    assert redact_known(said) == f"Gateway notice: authorised with {MASK} (also {MASK}, {MASK})."
+
+
+def test_the_runner_stores_and_returns_a_reply_without_the_key(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reply's text, thinking, raw body and tool-call arguments are redacted before parsing, caching and
+    returning; a thought signature goes back to the provider as it came; a row cached before the fix is
+    redacted when read."""
+    from tests.test_runner import make, req
+
+    monkeypatch.setenv("OPENAI_API_KEY", PLAIN_KEY)
+    runner, provider, _ = make(tmp_path, [])
+    signature = f"c2lnbmF0dXJl{PLAIN_KEY}"
+    answer = json.dumps({"explanation": f"notice: key {PLAIN_KEY} in use", "answer": "42"})
+    provider.complete = lambda *_a, **_k: ProviderReply(  # type: ignore[method-assign]
+        text=answer, thinking=f"thinking about {PLAIN_KEY}", raw={"notice": f"key {PLAIN_KEY}", "n": 1},
+        tool_calls=[ToolCall(id="c1", name="search", arguments={"q": PLAIN_KEY}, signature=signature)])
+    got = runner.call(req())
+    assert got.parsed == {"explanation": f"notice: key {MASK} in use", "answer": "42"}
+    assert PLAIN_KEY not in got.model_dump_json().replace(signature, "")
+    assert got.tool_calls[0].signature == signature and got.raw["n"] == 1
+    with transaction(runner.engine) as s:
+        [cached] = s.exec(sa_select(ResponseCache)).all()
+        assert PLAIN_KEY not in json.dumps(cached.response).replace(signature, "")
+        cached.response = {**cached.response, "text": f"stored before: {PLAIN_KEY}"}  # an old row
+        s.add(cached)
+    again = runner.call(req())
+    assert again.cached and again.text == f"stored before: {MASK}"
+
+
+def test_every_text_page_a_server_sends_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """logs/pages.RedactKeys: HTML, JSON and plain text, whole bodies, streamed or not, content-length
+    fixed; media passes as it is."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from playlisteval.logs.pages import RedactKeys
+
+    monkeypatch.setenv("DASHSCOPE_API_KEY", PLAIN_KEY)
+    half = len(PLAIN_KEY) // 2
+
+    async def chunks() -> Any:
+        yield f"<p>{PLAIN_KEY[:half]}".encode()
+        yield f"{PLAIN_KEY[half:]}</p>".encode()
+
+    app = Starlette(routes=[
+        Route("/html", lambda _r: HTMLResponse(f"<p>reply: {PLAIN_KEY}</p>")),
+        Route("/json", lambda _r: JSONResponse({"raw": f"key {PLAIN_KEY}"})),
+        Route("/stream", lambda _r: StreamingResponse(chunks(), media_type="text/html")),
+        Route("/media", lambda _r: Response(PLAIN_KEY.encode(), media_type="video/mp4")),
+    ], middleware=[Middleware(RedactKeys)])
+    client = TestClient(app)
+    for path in ("/html", "/json", "/stream"):
+        got = client.get(path)
+        assert got.status_code == 200 and PLAIN_KEY not in got.text and MASK in got.text, path
+        if "content-length" in got.headers:
+            assert int(got.headers["content-length"]) == len(got.content)
+    assert client.get("/media").content == PLAIN_KEY.encode()  # not text: left alone

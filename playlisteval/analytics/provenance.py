@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import JSON, text
 from sqlalchemy.engine import Engine, Row
 
+from playlisteval.benchmark.names import markdown_text
 from playlisteval.config import Settings
 from playlisteval.store import counts, protocol, redact
 from playlisteval.store.engine import read_core
@@ -133,5 +134,7 @@ def card_lines(prov: dict[str, Any]) -> str:
     """The block as a Markdown section (the dataset card's). Same seed, same card on any store and at any time:
     the times and the store, which differ by machine and run, stay in provenance.json beside it."""
     local = {"Results as of", "Generated", "Store"}
-    body = "\n".join(f"| {k} | {str(v).replace('|', '/')} |" for k, v in labelled(prov) if k not in local)
+    # the names in it (benchmark, judges and models by role) are the user's: one line each, markup shown as is
+    body = "\n".join(f"| {k} | {markdown_text(str(v).replace('|', '/'))} |" for k, v in labelled(prov)
+                     if k not in local)
     return f"## Provenance\n\n| | |\n|---|---|\n{body}\n"

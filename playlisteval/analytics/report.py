@@ -21,6 +21,7 @@ from playlisteval.analytics.provenance import provenance as provenance_of
 from playlisteval.analytics.runner import Analytics, AnalyticsError
 from playlisteval.analytics.tabular import Col, Section, display, fmt, generic, settings_interval_label
 from playlisteval.config import Settings
+from playlisteval.logs.redaction import redact_known
 
 __all__ = ["Page", "Section", "build_sections", "choose_benchmark", "leaderboard_rows", "render", "write_page",
            "write_report"]
@@ -273,5 +274,5 @@ def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | No
     page = render(sections, title=settings.project.name, benchmark=kept.benchmark, simulated=kept.simulated,
                   intervals=settings_interval_label(settings), provenance=prov)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    out.write_text(redact_known(page), encoding="utf-8")  # a key in a stored text never shown (issue 44)
     return Page(kept.benchmark, kept.simulated, sections, prov)

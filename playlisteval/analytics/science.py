@@ -34,6 +34,7 @@ from playlisteval.analytics.rates import (
 )
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.tabular import fmt
+from playlisteval.benchmark.names import markdown_text
 from playlisteval.config import Settings
 
 CHANCE = 0.5
@@ -188,8 +189,8 @@ def _gap_table(rows: list[Row], head: str) -> list[str]:
     cells: dict[str, dict[int | None, str]] = {}
     for r in rows:
         cells.setdefault(r["label"], {})[r["gap"]] = fmt(r["accuracy_ci"], "ci") + f" (n={r['n']})"
-    for label, cell in cells.items():
-        lines.append(f"| {label} | " + " | ".join(cell.get(g, "—") for g in [*gaps, None]) + " |")
+    for label, cell in cells.items():  # a judge's name as given (issue 44): one line, its markup shown literally
+        lines.append(f"| {markdown_text(label)} | " + " | ".join(cell.get(g, "—") for g in [*gaps, None]) + " |")
     return lines
 
 

@@ -16,7 +16,8 @@ import unicodedata
 from playlisteval.errors import ConfigError
 
 MAX_NAME = 200
-_MARKDOWN = re.compile(r"([\\`*_\[\]|<>&~])")  # inline markup, table cells, HTML
+# inline markup, table cells, HTML; an underscore inside a word (``F_first``) is no emphasis in CommonMark
+_MARKDOWN = re.compile(r"([\\`*\[\]|<>&~]|(?<!\w)_|_(?!\w))")
 
 
 def control_characters(text: str) -> list[str]:
@@ -36,6 +37,12 @@ def check_name(kind: str, name: str) -> str:
     if len(name) > MAX_NAME:
         raise ConfigError(f"{kind} name is {len(name)} characters long; at most {MAX_NAME}")
     return name
+
+
+def check_judge_name(name: str) -> str:
+    """A judge's name (``--judge``, ``[eval] panel``, `eval import --judge`) checked as a benchmark's is (issue
+    44): it reaches the leaderboard, the report and the dataset card, where a newline made a heading."""
+    return check_name("judge", name)
 
 
 def check_plain_name(kind: str, name: str) -> str:

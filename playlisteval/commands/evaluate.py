@@ -267,6 +267,7 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
 
     from playlisteval.analytics.provenance import provenance
     from playlisteval.analytics.verdict_health import judge_run_checks
+    from playlisteval.benchmark.names import check_judge_name
     from playlisteval.commands.sampling import print_stability, sample_stability
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions, parse_size
@@ -275,6 +276,9 @@ def judge_cmd(ctx: click.Context, judges: tuple[str, ...], benchmark: str | None
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)
+    # a judge's name goes into the leaderboard, the report and the dataset card: one line of printable text,
+    # refused here before any check names it raw (issue 44)
+    judges = tuple(check_judge_name(j) for j in judges)
     # every judge's SDK, key and price, and no sim judge on real videos: before any run is created
     check_judges(settings, judges or settings.eval.panel, open_store(settings))
     if budget is not None:

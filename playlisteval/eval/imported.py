@@ -34,6 +34,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.benchmark.keys import pair_key, question_keys
+from playlisteval.benchmark.names import check_judge_name
 from playlisteval.benchmark.pairs import find_benchmark
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
@@ -41,6 +42,7 @@ from playlisteval.eval import runkey, verdict_file
 from playlisteval.eval.options import JudgeOptions
 from playlisteval.eval.verdicts import score
 from playlisteval.logs import get_logger
+from playlisteval.logs.redaction import redact_known, secret_values
 from playlisteval.store import open_store, protocol, versions
 from playlisteval.store.engine import read, transaction
 from playlisteval.store.tables import Benchmark, BenchmarkPair, JudgeError, JudgeRun, Judgment, Pair, now
@@ -195,9 +197,7 @@ def import_verdicts(settings: Settings, path: Path, judge: str, benchmark: str |
                     evidence: str | None = None, scope: str | None = None, swapped: bool = False,
                     replace: bool = False) -> ImportSummary:
     """Read ``path`` and record it as judge ``judge``'s run of the benchmark; see the module docstring."""
-    judge = judge.strip()
-    if not judge or any(c in judge for c in "\r\n\t"):
-        raise ConfigError(f"--judge {judge!r}: give the judge a name (one line, e.g. \"openai/gpt-5.4\")")
+    judge = check_judge_name(judge)
     engine = open_store(settings)
     bench = find_benchmark(engine, benchmark or settings.select.benchmark)
     bid = int(bench.id or 0)
@@ -211,6 +211,7 @@ def import_verdicts(settings: Settings, path: Path, judge: str, benchmark: str |
     recorded = {**options.as_settings(), runkey.IMPORTED: True, "import_file": vf.name, "import_sha256": vf.sha256}
     version = versions.version_number(engine, bid)  # its own transaction: before the write one
     rows: list[Judgment] = []
+    keys = secret_values()  # a reply brought in a file is model text too: no known key stored (issue 44)
     tokens: dict[str, list[int]] = {"input_tokens": [], "output_tokens": []}
     for ln in vf.lines:
         pair_id = found[ln.line]
@@ -222,8 +223,8 @@ def import_verdicts(settings: Settings, path: Path, judge: str, benchmark: str |
                 record[name] = value
                 tokens[name].append(value)
         rows.append(Judgment(run_id=0, pair_id=pair_id, a_is_better=a_is_better, verdict=ln.verdict,
-                             score=score(ln.verdict, a_is_better), raw=ln.raw, evidence=record, outcome=ln.outcome,
-                             call_id=0))
+                             score=score(ln.verdict, a_is_better), raw=redact_known(ln.raw, keys), evidence=record,
+                             outcome=ln.outcome, call_id=0))
     with transaction(engine) as s:  # one transaction: the run whole, or nothing
         replaced = _clear_way(s, bid, judge, recorded, replace)
         run = JudgeRun(benchmark_id=bid, judge=judge, evidence=options.evidence, scope=options.scope,

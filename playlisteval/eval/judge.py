@@ -29,6 +29,7 @@ from sqlmodel import col, select
 
 from playlisteval.actors import jobs
 from playlisteval.actors.evaluation import run_jobs
+from playlisteval.benchmark.names import check_judge_name
 from playlisteval.benchmark.pairs import find_benchmark, pair_texts
 from playlisteval.build.gates.citations import strip_citations
 from playlisteval.config import Settings
@@ -114,6 +115,7 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
     questions to the workers and return at once with the run as it stands. ``max_pairs``: only the
     benchmark's first N pairs by content key (eval/bounds.py); the run stays incomplete beyond them."""
     engine = open_store(settings)
+    judge = check_judge_name(judge)  # one line of printable text, as a benchmark name (issue 44)
     shortcut = shortcuts.is_shortcut(judge)
     if shortcut:
         shortcuts.shortcut_name(judge)

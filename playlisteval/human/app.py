@@ -39,6 +39,7 @@ from playlisteval.human.tasks import find_study, study_setting, task_view
 from playlisteval.human.throttle import Throttle
 from playlisteval.human.words import MAX_REASON
 from playlisteval.logs import get_logger
+from playlisteval.logs.pages import RedactKeys
 from playlisteval.store import open_store
 from playlisteval.store.tables import HumanAnnotator
 
@@ -227,7 +228,7 @@ def make_app(settings: Settings, study_name: str | None = None) -> Starlette:
         Route("/poster/{task_id:int}/{n:int}", signed_in(poster)),
         Route("/progress", signed_in(my_progress)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ], middleware=[Middleware(SecurityHeaders)])
+    ], middleware=[Middleware(RedactKeys), Middleware(SecurityHeaders)])  # no key on any page (issue 44)
 
     return app
 

@@ -11,6 +11,11 @@ bottom layer needs no import of the providers; tests/test_redaction.py checks th
 ``key_env`` is listed) and of any variable named like a secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``);
 bearer tokens; ``key=`` / ``api_key=`` / ``access_token=`` query parameters; anything shaped like a
 provider key (``sk-…``, ``AIza…``, ``hf_…``). The replacement says what was there, never a part of it.
+
+Model text (issue 44: a gateway's notice quoting the key inside a normal 200 reply) is another exit: the
+model runner hides the known keys (``redact_known``: the values and the key shapes, not the header
+patterns, which would blank ordinary prose) in every reply before it is parsed, cached or returned, and
+the viewer, the annotation app and the report hide them again in whatever they render.
 """
 
 from __future__ import annotations
@@ -87,19 +92,42 @@ def redact(text: str, environ: dict[str, str] | None = None, *, values: list[str
     return text
 
 
-def redact_any(value: Any, values: list[str] | None = None) -> Any:
+#: the key shapes alone (``sk-…``, ``AIza…``, ``hf_…``): prose never has them, unlike "basic idea" or "key=3",
+#: which the header and query patterns above would blank in a model's answer
+_KEY_SHAPES = _PATTERNS[3:]
+_SHAPE_MARKERS = ("sk-", "aiza", "hf_")
+
+
+def redact_known(text: str, values: list[str] | None = None) -> str:
+    """``text`` (a model's reply, a page) with the known keys hidden: the key variables' values and the
+    provider key shapes, nothing else, so an answer that says "the basic token" stays as it was (issue 44).
+    The same object when it held none."""
+    if not text:
+        return text
+    for value in secret_values() if values is None else values:
+        if value in text:
+            text = text.replace(value, MASK)
+    low = text.lower()
+    if any(marker in low for marker in _SHAPE_MARKERS):
+        for pattern, replacement in _KEY_SHAPES:
+            text = pattern.sub(replacement, text)
+    return text
+
+
+def redact_any(value: Any, values: list[str] | None = None, *, known_only: bool = False) -> Any:
     """A value as stored or logged, with its strings redacted: bytes and numbers left alone, dicts, lists
-    and tuples walked (a statement's parameters, a log event's fields)."""
+    and tuples walked (a statement's parameters, a log event's fields). ``known_only``: ``redact_known``
+    for each string (model text), not ``redact`` (error texts and log lines)."""
     if values is None:
         values = secret_values()
     if isinstance(value, str):
-        return redact(value, values=values)
+        return redact_known(value, values) if known_only else redact(value, values=values)
     if isinstance(value, dict):
-        return {k: redact_any(v, values) for k, v in value.items()}
+        return {k: redact_any(v, values, known_only=known_only) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_any(v, values) for v in value]
+        return [redact_any(v, values, known_only=known_only) for v in value]
     if isinstance(value, tuple):
-        return tuple(redact_any(v, values) for v in value)
+        return tuple(redact_any(v, values, known_only=known_only) for v in value)
     return value
 
 

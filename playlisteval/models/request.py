@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from playlisteval.logs.redaction import redact_known, secret_values
 from playlisteval.models.reasoning import answer_of
 
 
@@ -158,6 +159,26 @@ class ProviderReply(BaseModel):
     def answer(self) -> str:
         """The text parsers read: ``text`` without its thinking blocks (models/reasoning.py)."""
         return answer_of(self.text)
+
+    def without_keys(self) -> ProviderReply:
+        """This reply with the known API keys hidden in every text it carries (see ``without_keys``)."""
+        return ProviderReply.model_validate(without_keys(self.model_dump()))
+
+
+def without_keys(value: Any, values: list[str] | None = None) -> Any:
+    """A reply (a ``ProviderReply`` or ``ModelResponse`` dumped, or any part of one) with the known keys hidden
+    in each string: its text, thinking, raw body, tool-call arguments, parsed answer (issue 44: a gateway
+    that quotes the key in a normal 200 reply). Thought signatures (``signature``, Gemini's
+    ``thoughtSignature``) are left as they came: they are sent back to the provider, which checks them."""
+    values = secret_values() if values is None else values
+    if isinstance(value, str):
+        return redact_known(value, values)
+    if isinstance(value, dict):
+        return {k: v if isinstance(k, str) and k.lower().endswith("signature") else without_keys(v, values)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(without_keys(v, values) for v in value)
+    return value
 
 
 class ModelResponse(BaseModel):

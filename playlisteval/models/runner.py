@@ -47,6 +47,7 @@ from playlisteval.models.request import (
     Usage,
     VideoPart,
     stable_dump,
+    without_keys,
 )
 from playlisteval.prompts.schemas import SCHEMAS
 from playlisteval.store import kept, spend_totals
@@ -237,6 +238,9 @@ class Runner:
                     raise PermanentModelError(f"{spec}: {type(exc).__name__}: {exc}") from exc
                 cost = pricing.usd(price, reply.usage)
                 STREAK.ok(provider_name)
+                # a key quoted in a normal reply (a gateway's notice, issue 44) is hidden here, once, before
+                # the reply is parsed, cached, returned and so stored by any caller (judgments, answers)
+                reply = reply.without_keys()
             total = _add(total, reply.usage)
             parsed, problem = self._parse(reply, schema)
             if problem is None and validate is not None and parsed is not None:
@@ -303,7 +307,7 @@ class Runner:
             s, request_hash=key, role=request.role, provider=provider, model=model, item_id=request.item_id,
             run_id=request.run_id, purpose=request.purpose, status="cached", cache_hit=True, worker=self.worker,
             finished_at=now())
-        response = ModelResponse.model_validate(hit)
+        response = ModelResponse.model_validate(without_keys(hit))  # a row cached before issue 44 too
         response.cached, response.call_id, response.usd = True, call_id, 0.0
         log.debug("model.cache_hit", role=request.role, spec=spec)
         return response

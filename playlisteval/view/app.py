@@ -4,7 +4,8 @@ Jinja templates that ship in the package (no build step, nothing loaded from els
 Security is the annotation app's (playlisteval/human/app.py): its SecurityHeaders middleware puts the
 same strict Content-Security-Policy (this server's own scripts, styles, images and media only; no inline
 script or style, no frames) on every response, and access.TokenGate refuses any request without the
-viewer's token with 403. Model output is untrusted text: the templates escape it; nothing is marked safe.
+viewer's token with 403. Model output is untrusted text: the templates escape it; nothing is marked safe;
+and logs/pages.RedactKeys hides the known API keys in every text response (issue 44).
 
 What the CLI's layer owns (the funnel's counting, the gates' glossary) comes in as ``Sources``, so this
 package never imports the commands above it.
@@ -31,6 +32,7 @@ from starlette.templating import Jinja2Templates
 from playlisteval.config import Settings
 from playlisteval.human.app import SecurityHeaders
 from playlisteval.logs import get_logger
+from playlisteval.logs.pages import RedactKeys
 from playlisteval.store import open_store
 from playlisteval.store.states import GATE_ORDER, State
 from playlisteval.view import boards, listing, media
@@ -205,4 +207,4 @@ def make_app(settings: Settings, token: str, sources: Sources) -> Starlette:
         Route("/video/{video_id:int}", video),
         Route("/frame/{video_id:int}/{t}", frame),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ], middleware=[Middleware(SecurityHeaders), Middleware(TokenGate, token=token)])
+    ], middleware=[Middleware(RedactKeys), Middleware(SecurityHeaders), Middleware(TokenGate, token=token)])

@@ -70,7 +70,7 @@ def store_result(settings: Settings, engine: Engine, batch: ModelBatch, result: 
     """One answer (or one request's failure) in one transaction: the ledger row, the response cache,
     the request's state. False when it was already stored (a poll after a crash sees it again)."""
     spec = f"{batch.provider}/{batch.model}"
-    reply = result.reply
+    reply = None if result.reply is None else result.reply.without_keys()  # as the runner's online replies
     schema = SCHEMAS[request.response_schema] if request.response_schema else None
     parsed, problem = (None, result.error or "no answer") if reply is None else Runner._parse(reply, schema)
     with transaction(engine) as s:
