@@ -120,6 +120,8 @@ def _print_add_report(report: Any) -> None:
         console.print(f"  [yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
     for merged in report.merged:
         console.print(f"  [yellow]repeated row[/] {merged}", highlight=False)
+    for warning in report.warnings:
+        console.print(f"  [yellow]warning[/] {warning}", highlight=False)
     for path in report.changed:
         console.print(f"  [yellow]changed on disk[/] {path}: its content is not what was indexed; the next "
                       "`playlisteval index` indexes it again (and drops what the old content made)", highlight=False)

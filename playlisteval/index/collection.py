@@ -61,6 +61,7 @@ class AddReport:
     duplicates: list[SameContent] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)  # present, but its content changed on disk
     merged: list[str] = field(default_factory=list)  # manifest rows that repeat an earlier row (issue 44)
+    warnings: list[str] = field(default_factory=list)  # added, but something about it was wrong (a clamped duration)
 
     def summary(self) -> str:
         refused = sum(1 for d in self.duplicates if not d.added)
@@ -76,7 +77,8 @@ class AddReport:
         return {"added": self.added, "unchanged": self.unchanged,
                 "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
                 "duplicates": [{"path": d.path, "existing": d.existing, "added": d.added} for d in self.duplicates],
-                "playlists": self.playlists, "changed": self.changed, "merged": self.merged}
+                "playlists": self.playlists, "changed": self.changed, "merged": self.merged,
+                "warnings": self.warnings}
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:
@@ -331,6 +333,8 @@ def _add_entries(engine: Engine, entries: list[Entry], report: AddReport, *, by_
             checked.append(item)
             if item.info is None:
                 report.skipped.append(Skipped(item.path, item.reason or "unusable"))
+            else:
+                report.warnings.extend(item.info.warnings)
         kept = _refuse_same_content(engine, domain, playlist, checked, seen, report, allow_duplicate)
         refused = {c.path for c in checked} - {c.path for c in kept}
         # a missing file or a non-video has nothing to record; a broken video is recorded as skipped

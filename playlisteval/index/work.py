@@ -179,6 +179,7 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
             .where(Chunk.video_id == video.id, ChunkVector.embedder == embedder.name))}
     with phases.timed("probe"):
         info = probe(video.path)
+    outcome.warnings.extend(info.warnings)  # a container duration clamped to its streams' (issue 44)
     # the transcript is made beside the frame decoding and OCR below (ASR runs in CTranslate2 or on a
     # server, outside the GIL): on two cores a video costs the longer of the two, not their sum
     asr_thread = ThreadPoolExecutor(1, thread_name_prefix="asr")

@@ -1,5 +1,8 @@
 """What a media file is, from ffprobe's JSON: duration, video codec, size, frame rate, audio or not.
 
+The duration is the container's claim checked against the streams (media/stream_end.py): a header that
+says 596 h over 180 s of packets is clamped to the 180 s, with a warning (issue 44).
+
 Every way a file can be unusable (missing, empty, not a video, corrupt) becomes one MediaError with a
 short reason, so that `add` can report and skip it (SPEC A2) instead of failing the whole collection.
 """
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from playlisteval.errors import MediaError
+from playlisteval.media.stream_end import check_claim
 
 # Containers ffprobe reports for single pictures: they have a "video" stream but are not videos.
 _IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "gif", "tiff_pipe")
@@ -33,6 +37,8 @@ class ProbeInfo:
     size: int
     # codecs of the embedded text subtitle tracks, in stream order (a transcript source, SPEC A4)
     subtitles: tuple[str, ...] = ()
+    # what the file was found to say wrongly (a container duration its streams do not bear out)
+    warnings: tuple[str, ...] = ()
 
 
 def _fps(stream: dict[str, Any]) -> float:
@@ -100,12 +106,13 @@ def probe(path: str | Path, timeout_s: float = 60) -> ProbeInfo:
     video = videos[0]
     if fmt.get("format_name", "") in _IMAGE_FORMATS:
         raise MediaError(path, "not a video (a still image)")
-    duration = _duration(fmt, video)
-    if duration <= 0:
+    claimed = _duration(fmt, video)
+    if claimed <= 0:
         raise MediaError(path, "corrupt: no duration")
+    checked = check_claim(path, claimed, streams)
     return ProbeInfo(
         path=str(path),
-        duration=duration,
+        duration=checked.duration,
         codec=str(video.get("codec_name") or "unknown"),
         width=int(video.get("width") or 0),
         height=int(video.get("height") or 0),
@@ -116,4 +123,5 @@ def probe(path: str | Path, timeout_s: float = 60) -> ProbeInfo:
             str(s.get("codec_name") or "unknown") for s in streams
             if s.get("codec_type") == "subtitle" and s.get("codec_name") in TEXT_SUBTITLE_CODECS
         ),
+        warnings=(checked.warning,) if checked.warning else (),
     )
