@@ -74,7 +74,8 @@ def packets_end(path: str | Path, claimed: float) -> float | None:
             begin = min((float(s.start_time * s.time_base) for s in streams
                          if s.start_time is not None and s.time_base), default=0.0)
             # backward from the (claimed) end: the demuxer lands on the last keyframe before it
-            container.seek(int(max(claimed, 0.0) * av.time_base), backward=True, any_frame=False)
+            # (capped: a claim of 1e15 s would overflow the int64 timestamp and lose the evidence)
+            container.seek(int(min(max(claimed, 0.0), 1e11) * av.time_base), backward=True, any_frame=False)
             end, count = None, 0
             for packet in container.demux(streams):
                 count += 1
