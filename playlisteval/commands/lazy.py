@@ -81,6 +81,11 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
                         'a card per benchmark pair (the question, the gold with its citations linked into the '
                         'clips, the graded answers with their differences and causal records, the frames each '
                         'judge was served, every verdict), with filters.'),
+    'ps': (('operations',), 'List the worker processes that hold work now: build items, videos being indexed, '
+                            'select and judge jobs, with how many each holds, which, and its last heartbeat.'),
+    'parked': (('operations',), 'List the work that stopped and waits for a person, of every kind, grouped by '
+                                'reason: failed build items, videos refused by `add`/`index`, failed select and '
+                                'judge jobs — each group with the command that replays it.'),
     'gates': (('gate_shares',), 'Per gate: questions decided, the share rejected with its 95% interval (clustered '
                                 'by question), and the source of the decisions: "real" (no sim model '
                                 'among the gate\'s calls), "simulated" or "mixed". Checker faults decided nothing and '
