@@ -34,8 +34,8 @@ def ps(ctx: click.Context, as_json: bool) -> None:
     jobs, with how many each holds, which, and its last heartbeat.
 
     Reads only the store, so on a fleet's shared store it lists every machine's workers. A lease is listed
-    until it expires; a holder that died
-    stops renewing and is taken back by the others after `[broker] lease_s`."""
+    until it expires; a holder that died stops renewing and is taken back by the others after `[broker]
+    lease_s`."""
     from playlisteval.actors.workforce import SHOWN_IDS, job_kinds_running, live_holdings
     from playlisteval.store import open_store
 
