@@ -43,11 +43,29 @@ def price_text(settings: Settings, spec: str) -> str:
     if spec.startswith("sim/"):
         return "notional (sim)"
     if not settings.has_price(spec):
-        return "none in [prices]"
+        return "none in [prices] nor in its model facts file"
     p = settings.price_for(spec)
     parts = [f"${p.input:g}/1M in, ${p.output:g}/1M out" if p.input or p.output else "",
              f"${p.gpu_hour:g}/GPU-hour" if p.gpu_hour else "", f"${p.cpu_hour:g}/CPU-hour" if p.cpu_hour else ""]
     return ", ".join(x for x in parts if x) or "free (0)"
+
+
+def facts_text(settings: Settings, spec: str) -> str:
+    """What the model's facts file says (config/model_facts.py), every unknown field named as such."""
+    from playlisteval.config.model_facts import lookup
+
+    found = lookup(spec, settings.root)
+    if found is None:
+        return "no model facts file entry (images per request, window, cutoff unknown)"
+    f = found.facts
+
+    def known(value: int | None, shown: str) -> str:
+        return shown.format(value) if value is not None else "unknown"
+
+    return (f"images/request {known(f.max_images, '≤ {}')}, "
+            f"window {known(f.context_tokens, '{:,} tokens')}, "
+            f"reply {known(f.max_output_tokens, '≤ {:,} tokens')}, "
+            f"thinking {f.thinking or 'unknown'}, cutoff {f.knowledge_cutoff or 'unknown'} — {found.source}")
 
 
 def _sdk_ok(module: str | None) -> bool:
@@ -141,6 +159,8 @@ def check(ctx: click.Context, network: bool, roles: tuple[str, ...], as_json: bo
         priced = {r["model"]: r["price"] for r in rows if r["provider"] != "sim"}
         for spec, price in sorted(priced.items()):  # what each real model costs (issue 24: local ones too)
             console.print(f"price of {spec}: {price}", soft_wrap=True, highlight=False, markup=False)
+            console.print(f"facts of {spec}: {facts_text(settings, spec)}", soft_wrap=True, highlight=False,
+                          markup=False)
         for r in failures:  # in full, unwrapped: these lines are what the user acts on
             console.print(f"{r['role']} ({r['model']}): {r['problem']}", soft_wrap=True, highlight=False,
                           markup=False)
@@ -153,6 +173,36 @@ def check(ctx: click.Context, network: bool, roles: tuple[str, ...], as_json: bo
                           soft_wrap=True, highlight=False, markup=False, style=None if e["usable"] else "red")
     if failures or not all(e["usable"] for e in servers):
         sys.exit(1)
+
+
+@models_group.command("facts")
+@click.argument("provider", required=False)
+@click.option("--json", "as_json", is_flag=True, help='Print {"provider/model": {facts…}} as JSON.')
+@click.pass_context
+def facts(ctx: click.Context, provider: str | None, as_json: bool) -> None:
+    """List the model facts files' entries (of PROVIDER, or all): images per request, context window,
+    reply cap, thinking, knowledge cutoff, price.
+
+    Packaged files are playlisteval/config/model_facts/<provider>.toml; a project adds or corrects a model
+    with the same shape in its own model_facts/<provider>.toml. [prices] and [providers] image_limits in
+    playlisteval.toml override both. "*" is every other model of the provider."""
+    from playlisteval.config.model_facts import listed
+
+    settings = settings_of(ctx)
+    entries = listed(settings.root, provider)
+    if as_json:
+        click.echo(json.dumps({spec: f.model_dump(exclude_none=True) for spec, f in entries.items()}))
+        return
+    if not entries:
+        raise ConfigError(f"no model facts for provider {provider!r}" if provider else "no model facts files")
+    table = Table(title="Model facts (unknown: not in the file)")
+    for column in ("model", "images", "window", "reply", "thinking", "cutoff", "$/1M in, out"):
+        table.add_column(column, overflow="fold")
+    for spec, f in entries.items():
+        price = f"{f.price.get('input') or 0:g}, {f.price.get('output') or 0:g}" if f.price else "—"
+        table.add_row(escape(spec), *(str(v) if v is not None else "unknown" for v in (
+            f.max_images, f.context_tokens, f.max_output_tokens, f.thinking, f.knowledge_cutoff)), price)
+    console.print(table)
 
 
 def _check_endpoint(settings: Settings, spec: str, url: str, network: bool,
@@ -211,7 +261,8 @@ def _check_role(settings: Settings, role: str, spec: str, network: bool, probes:
     problem = sdk if not sdk_ok else key if not key_ok else endpoint if not reach_ok else ""
     return {"role": role, "model": spec, "provider": provider, "sdk": sdk, "sdk_ok": sdk_ok, "key": key,
             "key_ok": key_ok, "endpoint": endpoint, "reachable": reach_ok if network else None,
-            "usable": sdk_ok and key_ok and reach_ok, "problem": problem, "price": price_text(settings, spec)}
+            "usable": sdk_ok and key_ok and reach_ok, "problem": problem, "price": price_text(settings, spec),
+            "facts": facts_text(settings, spec)}
 
 
 @click.group("cost")

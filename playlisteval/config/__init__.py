@@ -238,8 +238,8 @@ class ProviderSettings(_Section):
     vllm_base_url: str = "http://127.0.0.1:8000/v1"
     vllm_gpus: PositiveFloat = 1  # GPUs behind the server: a call costs latency x this many GPU-seconds
     vllm_video: VllmVideo = "frames"  # "frames" (image parts) or "video_url" (the clip as an mp4 data URL)
-    image_limits: dict[str, PositiveInt] = Field(default_factory=lambda: {
-        "openai/*": 100, "qwen/*": 512, "vllm/*": 64, "hf/*": 32})
+    # images per request, "provider/model" or "provider/*": overrides the model facts' max_images
+    image_limits: dict[str, PositiveInt] = Field(default_factory=dict)
     image_detail: ImageDetail = "auto"  # OpenAI image detail: low / high / auto
     clip_fps: PositiveFloat = 2.0  # stored frame rate of model clips; each request samples its own fps from it
     clip_crf: Crf = 28  # x264 quality of model clips (lower is better and bigger)
@@ -534,16 +534,28 @@ class Settings(BaseModel):
             raise ConfigError(f"no model configured for role {role!r} in [models]") from None
 
     def has_price(self, model_spec: str) -> bool:
-        """Whether [prices] names the model (exactly or as "provider/*"); an explicit 0 counts as a price."""
-        return model_spec in self.prices or f"{model_spec.split('/', 1)[0]}/*" in self.prices
+        """Whether the model has a price: in [prices] (exactly or as "provider/*") or in its vendor's model
+        facts file (config/model_facts.py); an explicit 0 counts as a price."""
+        return self._price_entry(model_spec) is not None
 
     def price_for(self, model_spec: str) -> Price:
-        """Exact "provider/model" entry first, then "provider/*"; an unknown model costs 0 here, which is why
+        """[prices] "provider/model", then [prices] "provider/*" (the user's word first), then the model's
+        facts file (its own entry, then its provider's "*"); an unknown model costs 0 here, which is why
         the preflight of build, select and eval refuses a model with no price (models/preflight.py)."""
+        return self._price_entry(model_spec) or Price()
+
+    def _price_entry(self, model_spec: str) -> Price | None:
+        from playlisteval.config.model_facts import lookup
+
         if model_spec in self.prices:
             return self.prices[model_spec]
-        provider = model_spec.split("/", 1)[0]
-        return self.prices.get(f"{provider}/*", Price())
+        wildcard = f"{model_spec.split('/', 1)[0]}/*"
+        if wildcard in self.prices:
+            return self.prices[wildcard]
+        found = lookup(model_spec, self.root)
+        if found is not None and found.facts.price is not None:
+            return Price.model_validate(found.facts.price)
+        return None
 
 
 def template_text(name: str = "playlisteval") -> str:

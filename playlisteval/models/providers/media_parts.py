@@ -48,12 +48,18 @@ class FramedVideo:
 
 
 def image_limit(settings: Settings, spec: str) -> int | None:
-    """The most images one request to ``spec`` may carry: "provider/model", then "provider/*"."""
+    """The most images one request to ``spec`` may carry: [providers] image_limits "provider/model", then
+    "provider/*", then the model's facts file (config/model_facts.py); None: no limit is known."""
+    from playlisteval.config.model_facts import lookup
+
     limits = settings.providers.image_limits
     if spec in limits:
         return int(limits[spec])
     wildcard = f"{spec.split('/', 1)[0]}/*"
-    return int(limits[wildcard]) if wildcard in limits else None
+    if wildcard in limits:
+        return int(limits[wildcard])
+    found = lookup(spec, settings.root)
+    return found.facts.max_images if found is not None else None
 
 
 def natural_count(part: VideoPart) -> int:
