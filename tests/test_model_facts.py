@@ -76,3 +76,54 @@ def test_models_facts_and_check_show_the_facts_with_unknowns_named(tmp_path: Pat
     assert row["model"] == "openai/gpt-5.4"
     assert "images/request ≤ 100" in row["facts"] and "window unknown" in row["facts"]
     assert row["price"].startswith("$2.5/1M in")
+
+
+PLUGIN = '''
+from playlisteval.models.request import ProviderReply, Usage
+
+
+class EchoProvider:
+    name = "echo"
+
+    def __init__(self, settings):
+        self.settings = settings
+
+    def complete(self, model, request, schema, timeout):
+        text = " ".join(getattr(p, "text", "") for p in request.parts)
+        return ProviderReply(text='{"answer": "%s said: %s"}' % (model, text), usage=Usage(input_tokens=3))
+'''
+
+
+def test_a_plugin_package_registers_a_provider_through_the_entry_point_group(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real distribution on sys.path (dist-info with entry_points.txt) adds provider "echo" beside the
+    built-ins, which come through the same group; its model gets facts and a price from a project file."""
+    from playlisteval.models import registry
+    from playlisteval.models.request import ModelRequest, TextPart
+    from playlisteval.models.runner import Runner
+    from playlisteval.store import open_store
+
+    site = tmp_path / "site"
+    (site / "echo_provider_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "echo_provider_plugin-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: echo-provider-plugin\nVersion: 1.0\n")
+    (site / "echo_provider_plugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[playlisteval.providers]\necho = echo_plugin_module:EchoProvider\n")
+    (site / "echo_plugin_module.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(site))
+    registry.known.cache_clear()
+    try:
+        assert {"echo", "gemini", "sim", "vllm"} <= set(registry.providers())
+        assert registry.extra_for("echo") is None
+        root = tmp_path / "proj"
+        root.mkdir()
+        settings = project(root)
+        _facts_file(root, "echo", '[models."*"]\nmax_images = 2\n[models."*".price]\ninput = 1.0\n')
+        settings.models["C2_transcript_answer"] = "echo/parrot"
+        runner = Runner(settings, open_store(settings))
+        reply = runner.call(ModelRequest(role="C2_transcript_answer", parts=[TextPart(text="hello")],
+                                         response_schema="TextAnswer"))
+        assert "parrot said: hello" in reply.text
+        assert image_limit(settings, "echo/parrot") == 2 and settings.price_for("echo/parrot").input == 1.0
+    finally:
+        registry.known.cache_clear()
