@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from playlisteval.commands import exitcodes
@@ -172,7 +173,7 @@ def index(ctx: click.Context, threads: int | None, embedder: str | None, as_json
     startup, t0 = phases.since_process_start(), time.perf_counter()
     phases.reset()
     from playlisteval.actors.indexing import index_collection
-    from playlisteval.commands.index_output import index_exit, index_json, print_index_report
+    from playlisteval.commands.index_output import index_exit, index_json, print_index_report, print_unreachable
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)
@@ -203,6 +204,7 @@ def index(ctx: click.Context, threads: int | None, embedder: str | None, as_json
         print_profile(timing["profile"])
     if not as_json:
         print_index_report(report, engine, settings)
+        print_unreachable(engine, settings)
         _print_versions(made)
     made_variant, variant_exit = {}, exitcodes.DONE
     if variant:  # issue 20: a retriever variant's vectors beside the default ones
@@ -253,7 +255,7 @@ def search(ctx: click.Context, query: str, domain: str | None, k: int, embedder:
     """
     # only what a query needs is imported: no OCR, no video decoding, no torch (tests/test_search_cli.py)
     from playlisteval.index.embedders import get_embedder
-    from playlisteval.index.search import UnknownDomain, check_searchable
+    from playlisteval.index.search import UnknownDomain, check_searchable, unreachable_videos
     from playlisteval.index.search import search as run_search
     from playlisteval.store import open_store
 
@@ -267,6 +269,13 @@ def search(ctx: click.Context, query: str, domain: str | None, k: int, embedder:
     except UnknownDomain as exc:
         raise click.BadParameter(str(exc), param_hint="--domain") from None
     hits = run_search(settings, engine, query, domain=domain, k=k, embedder=model)
+    unreachable = unreachable_videos(engine, model, domain)
+    if unreachable:  # issue 44: the answer below cannot come from them, however well they would match
+        where = f"domain {domain!r}" if domain else "the collection"
+        err_console.print(f"[yellow]warning:[/] {len(unreachable)} indexed video(s) of {where} have no vector "
+                          "(no speech, captions or on-screen text) and can never be found: "
+                          f"{escape(', '.join(u.path for u in unreachable[:3]))}{' …' if len(unreachable) > 3 else ''}",
+                          highlight=False, soft_wrap=True)
     if not hits:  # the collection has vectors, but none in this domain (its videos skipped or duplicates)
         err_console.print(f"no chunk of domain {domain!r} is indexed with {model.name}: `playlisteval index` "
                           "indexes new videos (`playlisteval status` and `index` say which were skipped)",

@@ -86,7 +86,35 @@ def index_json(report: Any, engine: Engine, settings: Settings) -> dict[str, Any
                  for h in report.held],
         "warnings": report.warnings, "hints": hints(report, engine, settings),
         "seconds": round(report.seconds, 3), "changed": report.changed.as_dict(),
+        "unreachable": [{"path": u.path, "domain": u.domain} for u in _unreachable(engine, settings)],
     }
+
+
+def _unreachable(engine: Engine, settings: Settings) -> list[Any]:
+    from playlisteval.index.embedders import get_embedder
+    from playlisteval.index.search import unreachable_videos
+
+    cfg = settings.index  # the embedder `index` just used (cached in the process: nothing is loaded again)
+    return unreachable_videos(engine, get_embedder(cfg.embedder, cfg.embedding_dims, cfg))
+
+
+#: videos named one by one before "… and N more"
+_NAMED = 10
+
+
+def print_unreachable(engine: Engine, settings: Settings) -> None:
+    """Issue 44: the indexed videos no query can find, named (they are not an error: a visual embedder, or
+    captions added later, would reach them)."""
+    found = _unreachable(engine, settings)
+    if not found:
+        return
+    console.print(f"  [yellow]{len(found)} indexed video(s) have no vector[/] — no speech, captions or on-screen "
+                  "text to embed — so no query can find them (add captions, or index with a visual embedder):",
+                  highlight=False, soft_wrap=True)
+    for u in found[:_NAMED]:
+        console.print(f"    {u.domain}: {u.path}", highlight=False, markup=False, soft_wrap=True)  # copyable
+    if len(found) > _NAMED:
+        console.print(f"    … and {len(found) - _NAMED} more (`playlisteval index --json` lists all)", highlight=False)
 
 
 def print_index_report(report: Any, engine: Engine, settings: Settings) -> None:

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, PlaylistEvalError
-from playlisteval.index.embedders import Embedder, get_embedder
+from playlisteval.index.embedders import Embedder, get_embedder, needs_frames
 from playlisteval.index.vectors import VectorIndex, decode_many
 from playlisteval.store.tables import Chunk, ChunkVector, Domain, Playlist, Video
 
@@ -79,6 +79,35 @@ def check_searchable(engine: Engine, embedder: str, domain: str | None) -> None:
         raise NotIndexed("nothing is indexed yet: run `playlisteval index` first")
     raise NotIndexed(f"no chunk has a vector for embedder {embedder!r}: run `playlisteval index --embedder "
                      f"{embedder}` first")
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    """An indexed video with no vector for the embedder: nothing a query matches can be in it."""
+
+    video_id: int
+    path: str
+    domain: str
+
+
+def unreachable_videos(engine: Engine, embedder: Embedder, domain: str | None = None) -> list[Unreachable]:
+    """Indexed videos (of ``domain``, or all) that a text embedder cannot place (issue 44): no chunk has a
+    transcript or on-screen text, so every vector of theirs is zero and no query can ever find them —
+    while `search` still answers with the nearest other video. A visual embedder reads frames: none then.
+    In path order."""
+    if needs_frames(embedder):
+        return []
+    with Session(engine) as session:
+        worded = select(Chunk.video_id).where(or_(func.trim(col(Chunk.transcript)) != "",
+                                                  func.trim(col(Chunk.ocr_text)) != ""))
+        stmt = (select(col(Video.id), col(Video.path), col(Domain.name))
+                .join(Playlist, col(Playlist.id) == col(Video.playlist_id))
+                .join(Domain, col(Domain.id) == col(Playlist.domain_id))
+                .where(Video.status == "indexed", col(Video.id).not_in(worded)))
+        if domain is not None:
+            stmt = stmt.where(Domain.name == domain)
+        rows = session.exec(stmt.order_by(col(Video.path))).all()
+    return [Unreachable(int(v or 0), str(p), str(d)) for v, p, d in rows]
 
 
 def _scope(stmt: Any, embedder: str, domain: str | None) -> Any:
