@@ -9,7 +9,7 @@ from playlisteval.actors import App
 from playlisteval.actors.batch_rounds import run_build
 from playlisteval.actors.broker import is_redis
 from playlisteval.actors.step import limits_for
-from playlisteval.actors.workers import enqueue_all
+from playlisteval.actors.workers import enqueue_all, resend_unsent
 from playlisteval.build.bounded import bounds_of, create_items
 from playlisteval.build.gates.preflight import preflight
 from playlisteval.build.status import Status, status  # noqa: F401  (here since issue 14; read in build/)
@@ -84,7 +84,8 @@ def build(settings: Settings, budget: float | None = None, on_tick: Callable[[],
             work = [(i, State.PENDING) for i in more]
             total_created, processed = total_created + len(more), processed + len(more)
         return BuildOutcome(total_created, processed, True)
-    return BuildOutcome(len(created), enqueue_all(app, work), False)
+    sent = enqueue_all(app, work)
+    return BuildOutcome(len(created), sent + resend_unsent(app, set(created)), False)
 
 
 def resume(settings: Settings, budget: float | None = None, on_tick: Callable[[], None] | None = None,
@@ -96,7 +97,8 @@ def resume(settings: Settings, budget: float | None = None, on_tick: Callable[[]
     if not is_redis(settings.broker.url):
         run_build(app, work, on_tick)  # open batches are picked up: items waiting on them move on
         return BuildOutcome(0, len(work), True)
-    return BuildOutcome(0, enqueue_all(app, work), False)
+    sent = enqueue_all(app, work)
+    return BuildOutcome(0, sent + resend_unsent(app, {i for i, _ in work}), False)
 
 
 def retry_failed(settings: Settings, on_tick: Callable[[], None] | None = None) -> list[int]:

@@ -125,6 +125,31 @@ def sweep_once(app: App) -> int:
     return len(from_outbox) + enqueue_all(app, freed + lost) + _sweep_jobs(app) + sweep_videos(app)
 
 
+#: `build` and `resume` on a shared broker leave alone an item touched this recently: a worker committing
+#: it right now sends its message itself (a duplicate would be harmless, only wasted)
+UNSENT_GRACE_S = 2.0
+
+
+def resend_unsent(app: App, skip: set[int]) -> int:
+    """Issue 44: on a shared broker, `build` and `resume` also send what an earlier run committed and never
+    sent — items created or moved before a failed send (Redis down, Ctrl-C between commit and send) that no
+    message will carry until a worker's sweeper runs, or forever when no worker runs one. An item waiting in
+    the queue already, held under a live lease, or in ``skip`` (just sent) is left alone. Returns how many
+    were sent; 0 when the broker cannot say what it holds (nothing is known to be lost)."""
+    live = queued_ids(app.broker, BUILD_QUEUE)
+    if live is None:
+        return 0
+    unsent = outbox.pending(app.engine)
+    lost = [(i, st) for i, st in items.stranded(app.engine, UNSENT_GRACE_S) if i not in live and i not in skip]
+    for item_id, state in lost:
+        app.enqueue(item_id, state)
+        if item_id in unsent:
+            outbox.sent(app.engine, item_id, unsent[item_id])
+    if lost:
+        log.info("build.resent", items=[i for i, _ in lost])
+    return len(lost)
+
+
 def _send_outbox(app: App, live: set[int] | None) -> set[int]:
     """Send the messages still in the outbox a grace period after their commit (the worker that committed
     could not send them); each is taken by one sweeper, sent, and crossed off. One the broker holds
