@@ -45,9 +45,9 @@ QA = {"question": "What links the two?", "answer": "The square.", "hop_1": "a sq
 
 @pytest.fixture(scope="module")
 def hour(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real 61-minute H.264 video, tiny (64x48 at 1 fps) so that 1800 frames read in a second or two."""
+    """A real 61-minute H.264 video, tiny (64x48 at 0.5 fps): 1800 frames read in seconds."""
     path = tmp_path_factory.mktemp("media") / "hour.mp4"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=1",
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=1/2",
                     "-t", "3660", "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p",
                     str(path)], check=True, capture_output=True)
     return path

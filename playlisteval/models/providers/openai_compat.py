@@ -161,8 +161,7 @@ class OpenAIProvider:
         reply = self.reply(completion, request, time.monotonic() - started)
         # issues 20, 42: the fps each clip was asked at and got (frames: sent / seconds covered; a video file:
         # the fps the API samples it at), kept with the cached answer for funnel, show and the report
-        record = (frames_record(videos, image_limit(self.settings, where), self.frames_as) if videos
-                  else video_record(request))
+        record = frames_record(videos, self.frames_limit(model), self.frames_as) if videos else video_record(request)
         if record:
             reply.raw["frames"] = record
         return reply
@@ -230,6 +229,10 @@ class OpenAIProvider:
 
     def min_frames(self) -> int:
         return 1
+
+    def frames_limit(self, model: str) -> int | None:
+        """The cap the frames of a request met (the record's ``limit``): the model's image limit."""
+        return image_limit(self.settings, f"{self.name}/{model}")
 
     def image(self, url: str) -> dict[str, Any]:
         return {"type": "image_url", "image_url": {"url": url, "detail": self.settings.providers.image_detail}}
@@ -362,6 +365,9 @@ class QwenProvider(OpenAIProvider):
         if cfg.qwen_video == "video_url":
             return {}
         return framed(self.settings, request, f"{self.name}/{model}", self.min_frames(), cfg.qwen_max_frames)
+
+    def frames_limit(self, model: str) -> int | None:
+        return self.settings.providers.qwen_max_frames  # a frame list's own cap
 
     def image(self, url: str) -> dict[str, Any]:
         return {"type": "image_url", "image_url": {"url": url}}  # "detail" is OpenAI's own knob
