@@ -15,12 +15,14 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
+from playlisteval.analytics.report import _fps_rows
 from playlisteval.build.gates import c3_grounding
 from playlisteval.build.inputs import Clip
 from playlisteval.build.story import _calls as story_calls
@@ -131,6 +133,9 @@ def test_c3_on_qwen_goes_as_video_at_half_an_fps_and_the_funnel_says_so(settings
     assert "D4: no fps recorded (SPEC 0.5)" in shown.output
     as_json = CliRunner().invoke(main, ["--project", str(settings.root), "funnel", "--json"])
     assert json.loads(as_json.output)["fps"]["C3"]["sent_as"] == ["frame_list"]
+    report = {r["role"]: r for r in _fps_rows(SimpleNamespace(engine=open_store(settings)))}  # type: ignore[arg-type]
+    assert (report["C3"]["got"], report["C3"]["SPEC fps"], report["C3"]["sent as"]) == ("0.5", 0.5, "frame_list")
+    assert report["H"]["SPEC fps"] == 2.0 and report["H"]["calls"] == 0 and report["H"]["got"] is None
 
 
 def test_a_frame_list_past_the_models_cap_is_thinned_and_funnel_and_show_give_the_fps_it_got(
