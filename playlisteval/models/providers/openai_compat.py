@@ -2,8 +2,10 @@
 
 Thin (DESIGN 6): a request becomes one ``chat.completions.create`` call with the SDK's own retries off
 (``max_retries=0``: the runner alone retries); video becomes frames at the request's fps, capped by the
-model's image limit (frames carry no sound: a clip's audio reaches these models only through the
-transcript in the prompt, or as an explicit audio part); a response schema becomes a strict
+model's image limit — for Qwen one frame list per clip, capped per clip; or, where the API takes a video
+file (Qwen, vLLM: ``video_url``), the clip itself with the fps to sample it at (issue 42, video_files.py);
+each reply records the fps every clip got. Frames carry no sound: a clip's audio reaches these models only
+through the transcript in the prompt, or as an explicit audio part; a response schema becomes a strict
 ``json_schema`` response format. A refusal is returned as a normal reply (finish reason "refusal"):
 the runner finds it malformed and repairs or reports it. Errors are sorted into transient (429 with its
 Retry-After, 408/409, 5xx, timeouts, connection errors) and permanent ones; an exhausted quota pauses
@@ -345,7 +347,8 @@ def tool_calls_of(message: Any) -> list[ToolCall]:
 
 
 class QwenProvider(OpenAIProvider):
-    """DashScope's OpenAI-compatible endpoint: video as a frame list ("video": [images]) with its fps."""
+    """DashScope's OpenAI-compatible endpoint: video as a frame list ("video": [images]) with its fps, or as
+    the clip itself ("video_url" with "fps" beside it) when [providers] qwen_video says so."""
 
     name = "qwen"
     key_env = ("DASHSCOPE_API_KEY",)
