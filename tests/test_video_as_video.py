@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
 
 from playlisteval.analytics.report import _fps_rows
 from playlisteval.build.gates import c3_grounding
@@ -35,6 +36,7 @@ from playlisteval.models.request import ModelRequest, TextPart, VideoPart
 from playlisteval.models.runner import Runner
 from playlisteval.store import forget_engines, open_store
 from playlisteval.store.engine import read_core
+from playlisteval.view.app import Sources, make_app
 from tests.helpers import project
 from tests.provider_fakes import CHAT, FakeAPI, fake_api, runner_for
 
@@ -133,6 +135,10 @@ def test_c3_on_qwen_goes_as_video_at_half_an_fps_and_the_funnel_says_so(settings
     assert "D4: no fps recorded (SPEC 0.5)" in shown.output
     as_json = CliRunner().invoke(main, ["--project", str(settings.root), "funnel", "--json"])
     assert json.loads(as_json.output)["fps"]["C3"]["sent_as"] == ["frame_list"]
+    viewer = TestClient(make_app(settings, "tok-0123456789abcdef", Sources(funnel=lambda: funnel(settings))))
+    assert viewer.get("/?token=tok-0123456789abcdef", follow_redirects=False).status_code == 303
+    page = viewer.get("/funnel").text
+    assert '<li data-gate="C3">C3 0.5 fps of 0.5 asked (SPEC 0.5) as frame_list, 1 call(s)</li>' in page
     report = {r["role"]: r for r in _fps_rows(SimpleNamespace(engine=open_store(settings)))}  # type: ignore[arg-type]
     assert (report["C3"]["got"], report["C3"]["SPEC fps"], report["C3"]["sent as"]) == ("0.5", 0.5, "frame_list")
     assert report["H"]["SPEC fps"] == 2.0 and report["H"]["calls"] == 0 and report["H"]["got"] is None
