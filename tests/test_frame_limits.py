@@ -50,7 +50,7 @@ def test_subsampling_records_and_warns_the_fps_asked_and_sent(settings: Settings
     assert len(images) == 5
     [record] = response.raw["frames"]
     assert record == {"part": 1, "fps_asked": 1.0, "fps_sent": round(5 / 16, 4), "frames": 5, "limit": 5,
-                      "subsampled": True}
+                      "subsampled": True, "sent_as": "images"}
     [warning] = [e for e in logs if e["event"] == "frames.subsampled"]
     assert "1 fps asked, 0.312 sent" in warning["clips"] and warning["limit"] == 5
     again = runner_for(settings).call(clip_request(video), model="openai/gpt-5.4-mini")

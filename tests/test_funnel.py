@@ -50,7 +50,7 @@ def items_of(settings: Settings) -> list[Item]:
 
 def test_every_gate_rejects_and_the_funnel_shows_it(noisy: Settings) -> None:
     data = funnel(noisy)
-    assert set(data) == {"gates", "items", "max_attempts"}
+    assert set(data) == {"gates", "items", "max_attempts", "fps"}
     assert list(data["gates"]) == list(GATES)
     for gate, g in data["gates"].items():
         assert set(g) == {"seen", "passed", "rejected", "checker_faults", "reasons", "fault_reasons"}, gate

@@ -113,6 +113,9 @@ def test_a_clip_is_uploaded_resumably_polled_until_active_and_sent_with_video_me
     assert (file_data.get("fileUri") or file_data.get("file_uri")) == row.uri
     meta = {k.replace("_", "").lower(): v for k, v in clip["videoMetadata"].items()}
     assert meta == {"fps": 0.5, "startoffset": "0s", "endoffset": "8.000s"}
+    # issue 42: the clip went as video, sampled at its own fps — recorded with the reply for funnel and show
+    assert response.raw["frames"] == [{"part": 1, "fps_asked": 0.5, "fps_sent": 0.5, "frames": 4, "limit": None,
+                                       "subsampled": False, "sent_as": "video"}]
     config = seen.json["generationConfig"]
     assert config["responseMimeType"] == "application/json"
     assert config["responseJsonSchema"]["required"] == ["explanation", "answer"]

@@ -154,6 +154,9 @@ def test_a_vision_model_sees_video_as_frames_within_its_image_limit(settings: Se
                                                                         fps=1, size=(64, 48), label="clip")])
     reply = provider.complete(str(tiny["vlm"]), req, None, timeout=30)
     assert reply.raw["images"] == 3 and reply.usage.output_tokens >= 1
+    # issue 42: 5 s at 1 fps thinned to 3 frames — the fps the clip got is recorded with the call
+    assert reply.raw["frames"] == [{"part": 1, "fps_asked": 1.0, "fps_sent": 0.6, "frames": 3, "limit": 3,
+                                    "subsampled": True, "sent_as": "images"}]
 
 
 def test_text_models_refuse_images_and_missing_models_are_permanent(settings: Settings,

@@ -118,8 +118,24 @@ def _funnel(an: Analytics) -> Section | None:
     if "funnel" not in an.view_names():
         return None
     rows = an.rows("SELECT * FROM funnel ORDER BY 2 DESC, 1")
-    return Section("funnel", "Gate funnel", "How many attempts each gate saw, passed and rejected.",
-                   tables=[("", generic(rows))])
+    return Section("funnel", "Gate funnel", "How many attempts each gate saw, passed and rejected; and the fps "
+                   "each video-reading role's latest calls got beside the SPEC's (frames sent per second covered, "
+                   "or the rate a video file was sampled at).",
+                   tables=[("", generic(rows)), ("Video fps", generic(_fps_rows(an)))])
+
+
+def _fps_rows(an: Analytics) -> list[dict[str, Any]]:
+    """Issue 42: per video-reading role, the fps its clips got (from the store's cached replies)."""
+    from playlisteval.store.video_fps import SPEC_FPS, role_fps
+
+    out = []
+    for role in SPEC_FPS:
+        f = role_fps(an.engine, role)
+        got = None if f.sent_min is None else (
+            f"{f.sent_min:.3g}" if f.sent_min == f.sent_max else f"{f.sent_min:.3g}–{f.sent_max:.3g}")
+        out.append({"role": role, "SPEC fps": f.spec, "asked": "/".join(f"{a:g}" for a in f.asked) or None,
+                    "got": got, "sent as": ", ".join(f.sent_as) or None, "calls": f.calls, "thinned": f.thinned})
+    return out
 
 
 def _hardest(an: Analytics, bench: dict[str, Any] | None, limit: int) -> Section:

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 from playlisteval.build.stages.feedback import guidance
 from playlisteval.errors import PlaylistEvalError
 from playlisteval.store.engine import read_core
+from playlisteval.store.video_fps import call_fps
 
 # store/tables.py's columns as SQL text with the JSON and boolean columns typed (SQLite keeps 0/1 and text):
 # `show` reads one item's rows without loading the ORM's 44 table classes (issue 26, a third of its start-up)
@@ -85,6 +86,8 @@ def _calls(s: Connection, item_id: int) -> list[dict[str, Any]]:
             "latency_s": round(c.latency_s, 3), "usd": c.usd, "estimated_usd": c.estimated_usd,
             "error": c.error, "request_hash": c.request_hash, "prompt": asked.text if asked else None,
             "reply": reply,
+            # issue 42: the fps its clips got (frames sent / seconds covered, or a video file's sampling rate)
+            "fps": call_fps(((cached or {}).get("raw") or {}).get("frames") if isinstance(cached, dict) else None),
         })
     return calls
 

@@ -23,6 +23,7 @@ from playlisteval.config import Settings
 from playlisteval.store import counts, open_store
 from playlisteval.store.engine import read_core
 from playlisteval.store.states import GATE_ORDER, State
+from playlisteval.store.video_fps import gate_fps
 
 #: The gates of the build in the order they run (SPEC C1–C3, D2–D4), from the state table.
 GATES = GATE_ORDER
@@ -51,8 +52,9 @@ def funnel_sql() -> str:
 
 def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
     """{"gates": {GATE: {seen, passed, rejected, checker_faults, reasons, fault_reasons}}, "items": {STATE: n},
-    "max_attempts": {"phase1": n, "phase2": n}}, with the ``top`` most frequent reason kinds per gate.
-    ``seen`` = passed + rejected: a checker fault decided nothing and is counted on its own."""
+    "max_attempts": {"phase1": n, "phase2": n}, "fps": {GATE: …}}, with the ``top`` most frequent reason kinds
+    per gate. ``seen`` = passed + rejected: a checker fault decided nothing and is counted on its own. ``fps``:
+    what the video gates' latest calls got beside the SPEC's (store/video_fps.py, issue 42)."""
     engine = open_store(settings)
     gates: dict[str, dict[str, Any]] = {g: _empty() for g in GATES}
     # the counts kept by triggers (store/counts.py): verdicts and reason kinds per gate, items per state —
@@ -83,6 +85,7 @@ def funnel(settings: Settings, top: int = 5) -> dict[str, Any]:
         "gates": gates,
         "items": {st.value: int(states.get(st.value, 0)) for st in State},
         "max_attempts": {"phase1": int(p1), "phase2": int(p2)},
+        "fps": gate_fps(engine),
     }
 
 
@@ -119,6 +122,7 @@ def _table(data: dict[str, Any], extra: dict[str, float | None]) -> Table:
     table.add_row("items", "", "", "", "", "", items or "none")
     table.add_row("max attempts", "", "", "", "", "",
                   f"Phase I {data['max_attempts']['phase1']}, Phase II {data['max_attempts']['phase2']}")
+    table.add_row("video fps", "", "", "", "", "", "\n".join(g["text"] for g in data.get("fps", {}).values()))
     if extra["accepted"]:
         table.add_row("per accepted", "", "", "", "", "",
                       f"{extra['phase1_attempts']:.2f} Phase I + {extra['phase2_attempts']:.2f} Phase II attempts, "
@@ -129,7 +133,8 @@ def _table(data: dict[str, Any], extra: dict[str, float | None]) -> Table:
 @click.command("funnel")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"gates": {GATE: {"seen", "passed", "rejected", "checker_faults", "reasons", '
-                   '"fault_reasons"}}, "items": {STATE: n}, "max_attempts": {"phase1", "phase2"}} as JSON.')
+                   '"fault_reasons"}}, "items": {STATE: n}, "max_attempts": {"phase1", "phase2"}, "fps": {GATE: '
+                   '{"spec", "asked", "sent_min", "sent_max", "sent_as", "calls", "thinned", "text"}}} as JSON.')
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
               help="How many of the most frequent rejection reasons to list per gate.")
 @click.pass_context
@@ -137,8 +142,9 @@ def funnel_command(ctx: click.Context, as_json: bool, top: int) -> None:
     """Per gate (C1, C2.1, C2.2, C3, D2, D3, D4): attempts seen (decided), passed and rejected, the top
     reasons for rejecting, and checker faults (the gate's own model gave no usable reply: nothing was
     decided and the step was tried again); items per state; the most attempts any seed used per phase;
-    attempts and cost per accepted question. An unreadable generator reply counts against its phase's
-    structural gate (C1, D2)."""
+    the fps the video gates' clips got beside the SPEC's (frames sent per second covered, or the rate a
+    video file was sampled at); attempts and cost per accepted question. An unreadable generator reply
+    counts against its phase's structural gate (C1, D2)."""
     settings = settings_of(ctx)
     data = funnel(settings, top)
     if as_json:

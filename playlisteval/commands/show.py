@@ -59,12 +59,13 @@ def _print_story(story: dict[str, Any]) -> None:
         console.print(table)
     if story["calls"]:
         table = Table(title="model calls", title_justify="left")
-        for column in ("id", "role", "model", "status", "tokens in/out", "latency s", "USD", "error"):
+        for column in ("id", "role", "model", "status", "tokens in/out", "latency s", "USD", "error", "fps"):
             table.add_column(column)
         for c in story["calls"]:
             table.add_row(str(c["id"]), c["role"], c["model"], c["status"] + (" (cache)" if c["cache_hit"] else ""),
                           f"{c['input_tokens']}/{c['output_tokens']}", f"{c['latency_s']:.2f}",
-                          f"{c['usd']:.4f}", escape((c["error"] or "")[:80]))
+                          f"{c['usd']:.4f}", escape((c["error"] or "")[:80]),
+                          c.get("fps") or "")  # issue 42: what a video call's clips got, of the fps asked
         console.print(table)
     spend = story["spend"]
     console.print(f"spend: {spend['usd']:.4f} USD over {spend['paid_calls']} paid call(s) "

@@ -61,6 +61,7 @@ OcrBackend = Annotated[str, Field(pattern=one_of("rapidocr", "none"))]
 Resolution = Annotated[str, Field(pattern=one_of("", "low", "medium", "high"))]
 ResponseFormat = Annotated[str, Field(pattern=one_of("json_schema", "json_object"))]
 VllmVideo = Annotated[str, Field(pattern=one_of("frames", "video_url"))]
+QwenVideo = Annotated[str, Field(pattern=one_of("frames", "video_url"))]
 ImageDetail = Annotated[str, Field(pattern=one_of("low", "high", "auto"))]
 Dtype = Annotated[str, Field(pattern=one_of("auto", "float32", "bfloat16", "float16"))]
 Modality = Annotated[str, Field(pattern=one_of("frames+transcript", "frames", "transcript", "frames+audio", "audio"))]
@@ -235,9 +236,17 @@ class ProviderSettings(_Section):
     qwen_base_url: str = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
     qwen_response_format: ResponseFormat = "json_schema"  # or "json_object" (schema then goes in the prompt)
     qwen_min_frames: PositiveInt = 4  # DashScope wants at least this many images in a frame list
+    # issue 42: how a clip reaches Qwen — "frames": one ``video`` frame list with its fps, capped per clip
+    # (not by the request's image limit) at qwen_max_frames, the effective fps recorded; "video_url": the clip
+    # as an mp4 that DashScope samples at the part's fps, refused when its base64 passes qwen_video_max_mb
+    qwen_video: QwenVideo = "frames"
+    qwen_max_frames: PositiveInt = 2000  # images in one frame list (Qwen3-VL; Qwen2.5-VL: 512)
+    qwen_video_max_mb: PositiveFloat = 10  # a local video through the OpenAI-compatible endpoint, base64
     vllm_base_url: str = "http://127.0.0.1:8000/v1"
     vllm_gpus: PositiveFloat = 1  # GPUs behind the server: a call costs latency x this many GPU-seconds
-    vllm_video: VllmVideo = "frames"  # "frames" (image parts) or "video_url" (the clip as an mp4 data URL)
+    # "frames" (image parts) or "video_url" (the clip as an mp4 data URL, sampled by the server at the part's
+    # fps: mm_processor_kwargs; the server needs --media-io-kwargs '{"video": {"num_frames": -1}}')
+    vllm_video: VllmVideo = "frames"
     # images per request, "provider/model" or "provider/*": overrides the model facts' max_images
     image_limits: dict[str, PositiveInt] = Field(default_factory=dict)
     image_detail: ImageDetail = "auto"  # OpenAI image detail: low / high / auto

@@ -38,6 +38,7 @@ from playlisteval.errors import (
 from playlisteval.media.clips import ClipSpec, audio_clip, mime_of, model_clip
 from playlisteval.models.context_cache import ContextCaches, media_prefix
 from playlisteval.models.providers.gemini_files import RemoteFiles
+from playlisteval.models.providers.media_parts import video_record
 from playlisteval.models.providers.wire import fallback_usage, mmss, parse_duration, parse_retry_after
 from playlisteval.models.request import (
     AudioPart,
@@ -176,7 +177,11 @@ class GeminiProvider:
                 self.context_caches().forget(cache)  # expired or deleted early: made again on the next try
                 raise TransientModelError(f"{where}: context cache {cache} is gone; it will be made again") from exc
             raise map_error(exc, where) from exc
-        return self._reply(response, request)
+        reply = self._reply(response, request)
+        record = video_record(request)  # issue 42: each clip went as video, sampled at its own fps
+        if record:
+            reply.raw["frames"] = record
+        return reply
 
     def context_caches(self) -> ContextCaches:
         with self._lock:

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from playlisteval.config import Settings
 from playlisteval.errors import PermanentModelError, ProviderNotAvailable
-from playlisteval.models.providers.media_parts import framed
+from playlisteval.models.providers.media_parts import framed, frames_record, image_limit
 from playlisteval.models.providers.pixel_budget import fit_images
 from playlisteval.models.providers.wire import mmss, strict_json_schema
 from playlisteval.models.request import AudioPart, ImagePart, ModelRequest, ProviderReply, TextPart, Usage, VideoPart
@@ -139,7 +139,7 @@ class HFProvider:
             raise PermanentModelError(f"hf/{model}: {exc}") from exc
         images = 0
         if loaded.sees_images:
-            content, images = self._content(loaded, model, request.model_copy(
+            content, images, _ = self._content(loaded, model, request.model_copy(
                 update={"parts": [p for p in request.parts if not isinstance(p, TextPart)]}))
             messages = [{"role": "user", "content": [*content, {"type": "text", "text": user}]},
                         {"role": "assistant", "content": [{"type": "text", "text": answer}]}]
@@ -167,7 +167,7 @@ class HFProvider:
 
     def _generate(self, loaded: Loaded, model: str, request: ModelRequest,
                   schema: type[BaseModel] | None) -> ProviderReply:
-        content, images = self._content(loaded, model, request)
+        content, images, frames = self._content(loaded, model, request)
         if schema is not None:  # no constrained decoding here: the schema goes into the prompt
             content.append({"type": "text", "text": "Reply with one JSON object that follows this JSON schema:\n"
                             + json.dumps(strict_json_schema(schema), separators=(",", ":"))})
@@ -198,9 +198,12 @@ class HFProvider:
         reply = tokenizer.decode(new, skip_special_tokens=True)
         finish = "length" if len(new) >= limit else "stop"
         usage = Usage(input_tokens=n_in, output_tokens=int(len(new)))
-        return ProviderReply(text=reply, usage=usage, finish_reason=finish, raw={"images": images})
+        # issue 42: frames only here — the fps each clip got (frames sent / seconds covered) goes with the call
+        return ProviderReply(text=reply, usage=usage, finish_reason=finish,
+                             raw={"images": images, **({"frames": frames} if frames else {})})
 
-    def _content(self, loaded: Loaded, model: str, request: ModelRequest) -> tuple[list[dict[str, Any]], int]:
+    def _content(self, loaded: Loaded, model: str,
+                 request: ModelRequest) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
         visual = any(isinstance(p, VideoPart | ImagePart) for p in request.parts)
         if visual and not loaded.sees_images:
             raise PermanentModelError(f"hf/{model} is a text-only model: it cannot take images or video")
@@ -226,7 +229,7 @@ class HFProvider:
                     content.append({"type": "text", "text": f"[frame @ {mmss(part.timestamp)}]"})
                 content.append({"type": "image", "image": Image.open(part.path).convert("RGB")})
                 images += 1
-        return content, images
+        return content, images, frames_record(videos, image_limit(self.settings, f"hf/{model}")) if videos else []
 
     def is_reward_model(self, model: str) -> bool:
         """Whether the model's config is a ``*ForSequenceClassification`` (read, not loaded: a judge run asks

@@ -74,13 +74,20 @@ def frame_times(part: VideoPart, count: int) -> list[float]:
     return [part.start + (k + 0.5) * span / count for k in range(count)]
 
 
-def plan(request: ModelRequest, limit: int | None, min_frames: int = 1) -> dict[int, int]:
-    """Frames per video part (by part index) so that frames + images stay within ``limit``."""
+def plan(request: ModelRequest, limit: int | None, min_frames: int = 1,
+         per_video: int | None = None) -> dict[int, int]:
+    """Frames per video part (by part index) so that frames + images stay within ``limit``. With
+    ``per_video`` (issue 42: a provider that takes each clip as one frame list, DashScope's ``video``
+    part) each clip is capped on its own and its frames are not images: ``limit`` counts image parts only."""
     videos = {i: p for i, p in enumerate(request.parts) if isinstance(p, VideoPart)}
     counts = {i: max(min_frames, natural_count(p)) for i, p in videos.items()}
+    images = sum(1 for p in request.parts if isinstance(p, ImagePart))
+    if per_video is not None:
+        if limit is not None and images > limit:
+            raise PermanentModelError(f"request has {images} images, over the model's limit of {limit}")
+        return {i: max(min_frames, min(n, per_video)) for i, n in counts.items()}
     if limit is None or not videos:
         return counts
-    images = sum(1 for p in request.parts if isinstance(p, ImagePart))
     budget = limit - images
     if budget < len(videos) * min_frames:
         raise PermanentModelError(
@@ -118,18 +125,20 @@ def frames_for(settings: Settings, part: VideoPart, count: int) -> FramedVideo:
     return FramedVideo(part, times, paths)
 
 
-def framed(settings: Settings, request: ModelRequest, spec: str, min_frames: int = 1) -> dict[int, FramedVideo]:
+def framed(settings: Settings, request: ModelRequest, spec: str, min_frames: int = 1,
+           per_video: int | None = None) -> dict[int, FramedVideo]:
     limit = image_limit(settings, spec)
-    counts = plan(request, limit, min_frames)
+    counts = plan(request, limit, min_frames, per_video)
     clips = {i: p for i, p in enumerate(request.parts) if isinstance(p, VideoPart)}
     thinned = {i: n for i, n in counts.items() if n < natural_count(clips[i])}
     if thinned:
         said = "; ".join(f"clip {i}: {clips[i].fps:g} fps asked, "
                          f"{n / max(clips[i].end - clips[i].start, 1e-6):.3g} sent" for i, n in thinned.items())
+        cap = f"{per_video} frames a clip" if per_video is not None else f"{limit} images"
         if settings.providers.frame_limit_rule == "error":
-            raise PermanentModelError(f"{spec}: the frames pass the model's limit of {limit} images ({said}); "
+            raise PermanentModelError(f"{spec}: the frames pass the model's limit of {cap} ({said}); "
                                       "ask a lower fps or set [providers] frame_limit_rule = \"subsample\"")
-        log.warning("frames.subsampled", spec=spec, limit=limit, role=request.role, clips=said)
+        log.warning("frames.subsampled", spec=spec, limit=per_video or limit, role=request.role, clips=said)
     budget = budget_of(settings, request)  # issue 20 (Table 18): frames shrunk to the request's pixel budget
     out = {}
     for i, n in counts.items():
@@ -140,11 +149,22 @@ def framed(settings: Settings, request: ModelRequest, spec: str, min_frames: int
     return out
 
 
-def frames_record(videos: dict[int, FramedVideo], limit: int | None) -> list[dict[str, Any]]:
-    """Per clip: the fps asked and the fps sent, frames sent, and whether the image limit thinned it."""
+def frames_record(videos: dict[int, FramedVideo], limit: int | None,
+                  sent_as: str = "images") -> list[dict[str, Any]]:
+    """Per clip: the fps asked and the fps sent (frames sent / seconds covered), frames sent, whether the
+    image limit thinned it, and how the frames went (``sent_as``: "images", one image part each;
+    "frame_list", one video part holding them with their fps)."""
     return [{"part": i, "fps_asked": v.part.fps, "fps_sent": round(v.fps, 4), "frames": len(v.times),
-             "limit": limit, "subsampled": len(v.times) < natural_count(v.part),
+             "limit": limit, "subsampled": len(v.times) < natural_count(v.part), "sent_as": sent_as,
              **({"max_pixels": v.max_pixels} if v.max_pixels else {})} for i, v in sorted(videos.items())]
+
+
+def video_record(request: ModelRequest) -> list[dict[str, Any]]:
+    """``frames_record`` for clips sent as video files the API samples itself at the asked fps (Gemini,
+    DashScope's and vLLM's ``video_url``): the fps sent is the fps asked; frames are what it will read."""
+    return [{"part": i, "fps_asked": p.fps, "fps_sent": p.fps, "frames": natural_count(p), "limit": None,
+             "subsampled": False, "sent_as": "video"}
+            for i, p in enumerate(request.parts) if isinstance(p, VideoPart)]
 
 
 def data_url(path: str | Path) -> str:

@@ -2,8 +2,10 @@
 
 Thin (DESIGN 6): a request becomes one ``chat.completions.create`` call with the SDK's own retries off
 (``max_retries=0``: the runner alone retries); video becomes frames at the request's fps, capped by the
-model's image limit (frames carry no sound: a clip's audio reaches these models only through the
-transcript in the prompt, or as an explicit audio part); a response schema becomes a strict
+model's image limit — for Qwen one frame list per clip, capped per clip; or, where the API takes a video
+file (Qwen, vLLM: ``video_url``), the clip itself with the fps to sample it at (issue 42, video_files.py);
+each reply records the fps every clip got. Frames carry no sound: a clip's audio reaches these models only
+through the transcript in the prompt, or as an explicit audio part; a response schema becomes a strict
 ``json_schema`` response format. A refusal is returned as a normal reply (finish reason "refusal"):
 the runner finds it malformed and repairs or reports it. Errors are sorted into transient (429 with its
 Retry-After, 408/409, 5xx, timeouts, connection errors) and permanent ones; an exhausted quota pauses
@@ -31,9 +33,17 @@ from playlisteval.errors import (
     QuotaExhausted,
     TransientModelError,
 )
-from playlisteval.media.clips import ClipSpec, audio_clip, model_clip
-from playlisteval.models.providers.media_parts import FramedVideo, data_url, framed, frames_record, image_limit
+from playlisteval.media.clips import audio_clip
+from playlisteval.models.providers.media_parts import (
+    FramedVideo,
+    data_url,
+    framed,
+    frames_record,
+    image_limit,
+    video_record,
+)
 from playlisteval.models.providers.pixel_budget import fit_images
+from playlisteval.models.providers.video_files import clip_url, qwen_video, vllm_fps
 from playlisteval.models.providers.wire import fallback_usage, mmss, parse_retry_after, strict_json_schema
 from playlisteval.models.reasoning import message_thinking
 from playlisteval.models.request import (
@@ -77,6 +87,7 @@ class OpenAIProvider:
     key_env: tuple[str, ...] = ("OPENAI_API_KEY",)
     key_optional = False
     max_tokens_param = "max_completion_tokens"
+    frames_as = "images"  # how frames travel (the reply's record): one image part each
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -150,8 +161,11 @@ class OpenAIProvider:
         except ValueError as exc:  # a body cut off mid-JSON: the server glitched, try again later
             raise TransientModelError(f"{where}: unreadable response: {str(exc)[:200]}") from exc
         reply = self.reply(completion, request, time.monotonic() - started)
-        if videos:  # issue 20: the fps each clip was asked at and sent at, kept with the cached answer
-            reply.raw["frames"] = frames_record(videos, image_limit(self.settings, where))
+        # issues 20, 42: the fps each clip was asked at and got (frames: sent / seconds covered; a video file:
+        # the fps the API samples it at), kept with the cached answer for funnel, show and the report
+        record = frames_record(videos, self.frames_limit(model), self.frames_as) if videos else video_record(request)
+        if record:
+            reply.raw["frames"] = record
         return reply
 
     def content(self, model: str, request: ModelRequest,
@@ -217,6 +231,10 @@ class OpenAIProvider:
 
     def min_frames(self) -> int:
         return 1
+
+    def frames_limit(self, model: str) -> int | None:
+        """The cap the frames of a request met (the record's ``limit``): the model's image limit."""
+        return image_limit(self.settings, f"{self.name}/{model}")
 
     def image(self, url: str) -> dict[str, Any]:
         return {"type": "image_url", "image_url": {"url": url, "detail": self.settings.providers.image_detail}}
@@ -329,11 +347,13 @@ def tool_calls_of(message: Any) -> list[ToolCall]:
 
 
 class QwenProvider(OpenAIProvider):
-    """DashScope's OpenAI-compatible endpoint: video as a frame list ("video": [images]) with its fps."""
+    """DashScope's OpenAI-compatible endpoint: video as a frame list ("video": [images]) with its fps, or as
+    the clip itself ("video_url" with "fps" beside it) when [providers] qwen_video says so."""
 
     name = "qwen"
     key_env = ("DASHSCOPE_API_KEY",)
     max_tokens_param = "max_tokens"
+    frames_as = "frame_list"  # one ``video`` part per clip
 
     def base_url(self) -> str | None:
         return self.settings.providers.qwen_base_url
@@ -341,11 +361,23 @@ class QwenProvider(OpenAIProvider):
     def min_frames(self) -> int:
         return self.settings.providers.qwen_min_frames
 
+    def frames(self, model: str, request: ModelRequest) -> dict[int, FramedVideo]:
+        """Each clip a frame list capped on its own (DashScope counts a list's images, not the request's:
+        issue 42), or none when clips go as video files ([providers] qwen_video = "video_url")."""
+        cfg = self.settings.providers
+        if cfg.qwen_video == "video_url":
+            return {}
+        return framed(self.settings, request, f"{self.name}/{model}", self.min_frames(), cfg.qwen_max_frames)
+
+    def frames_limit(self, model: str) -> int | None:
+        return self.settings.providers.qwen_max_frames  # a frame list's own cap
+
     def image(self, url: str) -> dict[str, Any]:
         return {"type": "image_url", "image_url": {"url": url}}  # "detail" is OpenAI's own knob
 
     def video_content(self, part: VideoPart, video: FramedVideo | None) -> list[dict[str, Any]]:
-        assert video is not None
+        if video is None:  # the clip as a video file, sampled by DashScope at the part's fps
+            return [qwen_video(self.settings, part, self.name)]
         return [{"type": "video", "video": [data_url(p) for p in video.paths], "fps": round(video.fps, 4)}]
 
     def response_format(self, schema: type[BaseModel]) -> tuple[dict[str, Any], str | None]:
@@ -389,13 +421,9 @@ class VLLMProvider(OpenAIProvider):
     def video_content(self, part: VideoPart, video: FramedVideo | None) -> list[dict[str, Any]]:
         if video is not None:
             return super().video_content(part, video)
-        cfg = self.settings.providers
-        try:
-            clip = model_clip(part.path, ClipSpec(part.start, part.end, part.fps, part.size, False, cfg.clip_crf),
-                              self.settings.media_dir, cfg.clip_timeout_s)
-        except MediaError as exc:
-            raise PermanentModelError(f"cannot cut a clip: {exc}") from exc
-        return [{"type": "video_url", "video_url": {"url": data_url(clip)}}]
+        # the clip without sound (vLLM reads its frames only), sampled by the server at the request's fps
+        return [{"type": "video_url", "video_url": {"url": clip_url(self.settings, part.model_copy(
+            update={"audio": False}), self.name)}}]
 
     def options(self, request: ModelRequest) -> dict[str, Any]:
         g = request.settings
@@ -408,8 +436,14 @@ class VLLMProvider(OpenAIProvider):
         if g.thinking_budget is not None:  # vLLM's per-request cap on reasoning tokens (issue 20, Table 9)
             extra["thinking_token_budget"] = g.thinking_budget
         pixels = g.max_pixels or self.settings.providers.pixel_budgets.get(g.media_resolution or "")
+        processor: dict[str, Any] = {}
         if pixels:  # the pixel budget per image (Table 18), applied by the model's own processor
-            extra["mm_processor_kwargs"] = {"max_pixels": int(pixels)}
+            processor["max_pixels"] = int(pixels)
+        fps = vllm_fps(request, self.name) if self.settings.providers.vllm_video == "video_url" else None
+        if fps is not None:  # issue 42: the server samples the clips at the SPEC's fps, not its default
+            processor.update(fps=fps, do_sample_frames=True)
+        if processor:
+            extra["mm_processor_kwargs"] = processor
         if extra:
             out["extra_body"] = extra
         return out
