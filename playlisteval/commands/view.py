@@ -100,15 +100,15 @@ def _bundle(settings: Settings, sources: Sources, out: Path, benchmark: str | No
         with progress_bar("bundle", "", enabled=not as_json) as tick:
             report = write_bundle(settings, sources, out, benchmark=benchmark, force=force, tick=tick)
     except BundleRefused as exc:
-        err_console.print(Text(f"error: {exc}", style="red"))
+        err_console.print(Text(f"error: {exc}", style="red"), soft_wrap=True)
         sys.exit(exitcodes.USAGE)
     if as_json:
         emit_json({**asdict(report), "out": str(out)})
     else:
         console.print(Text(f"bundle of {report.benchmark!r} in {out}: {report.pages} page(s), {report.frames} "
-                           f"frame(s); serve it with `python -m http.server -d {out}`"))
+                           f"frame(s); serve it with `python -m http.server -d {out}`"), soft_wrap=True)
         for error in report.errors[:20]:
-            err_console.print(Text(f"  not written: {error}", style="yellow"))
+            err_console.print(Text(f"  not written: {error}", style="yellow"), soft_wrap=True)
         if len(report.errors) > 20:
             err_console.print(Text(f"  … and {len(report.errors) - 20} more"))
     if report.errors:
