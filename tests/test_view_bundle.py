@@ -23,8 +23,7 @@ from click.testing import CliRunner
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
-from playlisteval.analytics import Analytics
-from playlisteval.analytics import trust, trust_data
+from playlisteval.analytics import Analytics, trust, trust_data
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.cli import main
 from playlisteval.config import Settings
@@ -137,7 +136,9 @@ def test_judge_against_judge_counts_are_the_paired_tables_discordant_cells(tmp_p
     settings = viewed_project(tmp_path / "proj")
     engine = open_store(settings)
     with engine.connect() as conn:
-        bench = dict(conn.execute(text("SELECT id, name FROM benchmark ORDER BY id")).first()._mapping)  # type: ignore[union-attr]
+        first = conn.execute(text("SELECT id, name FROM benchmark ORDER BY id")).mappings().first()
+    assert first is not None
+    bench = dict(first)
     evidence = settings.eval.evidence
     with Analytics(engine, settings) as an:
         table = trust.paired_table(trust_data.load(an, bench), evidence, Bootstrap.of(settings))
