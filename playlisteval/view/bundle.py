@@ -89,7 +89,8 @@ def _local_folders(engine: Engine, settings: Settings) -> list[str]:
     with engine.connect() as conn:
         videos = {str(Path(str(p)).parent) for p in conn.execute(text("SELECT DISTINCT path FROM video")).scalars()}
     folders = {str(settings.root.resolve()), str(settings.root.absolute()), *videos}
-    return sorted((f for f in folders if f not in ("", "/", ".")), key=len, reverse=True)
+    # a folder right under the root ("/v") would also match inside ordinary text: such a short one is kept
+    return sorted((f for f in folders if len(Path(f).parts) > 2), key=len, reverse=True)
 
 
 class _Writer:
@@ -121,6 +122,19 @@ def _card(engine: Engine, pair_id: int, bench_id: int, runs: set[int]) -> dict[s
         card["judgments"] = [j for j in card["judgments"] if int(j["run_id"]) in runs]
         card["errors"] = [e for e in card["errors"] if int(e["run_id"]) in runs]
     return card
+
+
+def _all_pairs(engine: Engine, bench_id: int) -> listing.Page:
+    """Every pair of the benchmark as one page, read the live list's way in pages of its largest size (one
+    query for all would bind a parameter per pair, past what SQLite and PostgreSQL allow at scale)."""
+    rows: list[dict[str, Any]] = []
+    number = 1
+    while True:
+        got = listing.pairs(engine, bench_id, listing.Filters(), number, listing.MAX_PAGE_SIZE)
+        rows += got.rows
+        if number >= got.pages:
+            return listing.Page(rows, got.total, 1, max(1, got.total))
+        number += 1
 
 
 def _frames(engine: Engine, settings: Settings, folder: Path, site: Site, report: BundleReport, tick: Tick) -> None:
@@ -174,7 +188,7 @@ def write_bundle(settings: Settings, sources: Sources, out: Path, *, benchmark: 
         w.page("leaderboard.html", "leaderboard.html", **boards.leaderboard(engine, settings, bench))
         w.page("runs.html", "runs.html", **boards.runs(engine, settings, bench))
         w.page("funnel.html", "funnel.html", funnel=sources.funnel(), gates=sources.gates)
-        everything = listing.pairs(engine, bench_id, listing.Filters(), 1, max(1, len(pair_ids)))
+        everything = _all_pairs(engine, bench_id)
         w.page("pairs.html", "pairs.html", found=everything, f=listing.Filters(), domains=[], judges=[],
                gate_names=[], size=everything.size)
         every = versus.every_pair(engine, main, evidence)
