@@ -116,6 +116,10 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
             rows.append({**row, "difference": None, "p_value": None, "mde": None, "note": "no pair judged by both"})
             continue
         d = sa[ia] - sb[ib]
+        # the discordant cells of the 2×2 right/wrong table (a no-verdict, 0.5, is neither): what the
+        # viewer's judge-against-judge page lists pair by pair (view/versus.py)
+        row["a_right_b_wrong"] = int(np.sum((sa[ia] == 1.0) & (sb[ib] == 0.0)))
+        row["b_right_a_wrong"] = int(np.sum((sa[ia] == 0.0) & (sb[ib] == 1.0)))
         second = obs.second(pairs, boot.unit)
         if second is None:
             requests.append((*cluster_sums(d, obs.codes(pairs, boot.unit)), 0.0))  # as cluster_difference sums them

@@ -35,7 +35,7 @@ from playlisteval.logs import get_logger
 from playlisteval.logs.pages import RedactKeys
 from playlisteval.store import open_store
 from playlisteval.store.states import GATE_ORDER, State
-from playlisteval.view import boards, listing, media
+from playlisteval.view import boards, listing, media, versus
 from playlisteval.view.access import TokenGate
 from playlisteval.view.card import mmss, pair_card
 
@@ -52,14 +52,20 @@ class Sources:
     gates: dict[str, str] = field(default_factory=dict)
 
 
-def _templates() -> Jinja2Templates:
+def environment() -> Environment:
+    """The templates' Jinja environment, autoescaped; the static bundle (bundle.py) renders the same one."""
     env = Environment(loader=PackageLoader("playlisteval.view", "templates"), autoescape=select_autoescape(["html"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["mmss"] = mmss
     env.filters["t3"] = lambda t: f"{float(t):.3f}"
     env.filters["x"] = lambda t, duration: f"{1000 * float(t) / max(float(duration), 1e-9):.1f}"
     env.globals["link"] = link
-    return Jinja2Templates(env=env)
+    env.globals["bundle"] = False  # the bundle renders with True: no forms, no pages it does not write
+    return env
+
+
+def _templates() -> Jinja2Templates:
+    return Jinja2Templates(env=environment())
 
 
 def link(path: str, params: dict[str, Any] | None = None, **changes: Any) -> str:
@@ -167,6 +173,24 @@ def make_app(settings: Settings, token: str, sources: Sources) -> Starlette:
                                  404)
         return await page(request, "pair.html", card=card, bench=bench)
 
+    async def judges(request: Request) -> Response:
+        bench, found = await bench_of(request)
+        if bench is None:
+            return await message(request, "No benchmark", "no benchmark yet (or none by that name): "
+                                 "`playlisteval select` makes one", 404)
+        evidence = request.query_params.get("evidence") or settings.eval.evidence
+        runs = await run_in_threadpool(versus.main_runs, engine, settings, int(bench["id"]), evidence)
+        every = await run_in_threadpool(versus.every_pair, engine, runs, evidence)
+        a, b = request.query_params.get("a"), request.query_params.get("b")
+        pick, error = None, ""
+        if a and b:
+            try:
+                pick = await run_in_threadpool(versus.compare, engine, runs, a, b, evidence)
+            except KeyError as exc:
+                error = str(exc.args[0])
+        return await page(request, "versus.html", 404 if error else 200, bench=bench, benchmarks=found,
+                          evidence=evidence, judges=sorted(runs), pick=pick, every=every, error=error)
+
     async def clip(request: Request) -> Response:
         video = await run_in_threadpool(media.stored_video, engine, request.path_params["video_id"])
         if video is None:
@@ -203,6 +227,7 @@ def make_app(settings: Settings, token: str, sources: Sources) -> Starlette:
         Route("/items/{item_id:int}", item),
         Route("/pairs", pairs),
         Route("/pairs/{pair_id:int}", pair),
+        Route("/versus", judges),
         Route("/clip/{video_id:int}", clip),
         Route("/video/{video_id:int}", video),
         Route("/frame/{video_id:int}/{t}", frame),
