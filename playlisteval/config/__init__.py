@@ -152,6 +152,8 @@ class IndexSettings(_Section):
     asr_fallback: str = "pocketsphinx"  # used when the configured backend fails on a video; "" = none
     asr_vad: bool = True  # voice-activity filter: music and silence reach no recogniser
     asr_language: str = "en"  # "" lets the model detect it (multilingual models only)
+    # per domain or "domain/playlist": the spoken language there ("" = detect); index/languages.py
+    asr_languages: dict[str, str] = Field(default_factory=dict)
     asr_beam_size: PositiveInt = 5
     asr_compute_type: str = "int8"  # CTranslate2 compute type (int8 / float32 / float16 on a GPU)
     asr_device: AsrDevice = "cpu"  # faster-whisper: cpu / cuda / auto

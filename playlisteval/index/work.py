@@ -37,6 +37,7 @@ from playlisteval.index import chunk_progress, phases
 from playlisteval.index import leases as video_leases
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
+from playlisteval.index.languages import language_for
 from playlisteval.index.ocr import FrameTextReader, get_ocr
 from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
@@ -186,7 +187,7 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     heard: Future[Transcripts] = Future()
     if outcome.full:
         spans = chunk_spans(info.duration, cfg.chunk_s, cfg.min_last_chunk_s)
-        heard = asr_thread.submit(_timed_transcripts, video, info, spans, cfg)
+        heard = asr_thread.submit(_timed_transcripts, video, info, spans, language_for(engine, video, cfg))
     else:
         spans = [(c.start, c.end) for c in stored]
         source, model = (stored[0].transcript_source, stored[0].transcript_model) if stored else ("", "")
