@@ -103,7 +103,8 @@ def _results(run: RunRecord) -> Any:
     none = sum(p.correct is None for p in run.pairs)
     judged = len(run.pairs)
     accuracy = (right + 0.5 * none) / judged if judged else None
-    metrics = {"correct": EvalMetric(name="correct", value=right), "incorrect": EvalMetric(name="incorrect", value=wrong),
+    metrics = {"correct": EvalMetric(name="correct", value=right),
+               "incorrect": EvalMetric(name="incorrect", value=wrong),
                "no_verdict": EvalMetric(name="no_verdict", value=none)}
     if accuracy is not None:  # no pair judged: no accuracy at all, never a 0
         metrics = {"pairwise_accuracy": EvalMetric(

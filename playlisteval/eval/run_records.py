@@ -147,7 +147,8 @@ def load_run(engine: Engine, run_id: int) -> RunRecord:
         record.pairs.append(PairRecord(
             pair_id=j.pair_id, key=text.key if text else str(j.pair_id), domain=text.domain if text else "",
             question=text.question if text else "", a_is_better=bool(j.a_is_better), verdict=j.verdict,
-            outcome=j.outcome, prompt=None if call is None else prompts.get(call.request_hash, prompts.get(key)), reply=reply,
+            outcome=j.outcome, reply=reply,
+            prompt=None if call is None else prompts.get(call.request_hash, prompts.get(key)),
             evidence=_json(j.evidence) or {}, call=None if call is None else CallRecord(
                 int(call.id or 0), call.provider, call.model, call.status, bool(call.cache_hit),
                 int(call.input_tokens), int(call.output_tokens), int(call.thinking_tokens), float(call.usd),
