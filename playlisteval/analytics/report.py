@@ -90,8 +90,8 @@ COST_ROLE = [Col("purpose", "Purpose"), Col("role", "Role"), Col("calls", "Calls
              Col("failed", "Failed", "int"),
              Col("cache_hits", "Cache hits", "int"), Col("tokens", "Tokens", "int"), Col("spend", "Spend ($)", "usd"),
              Col("share", "Share %", "pct")]
-COST_EVAL = [Col("judge", "Judge"), Col("passes", "Passes", "int"), Col("calls", "Calls", "int"),
-             Col("tokens", "Tokens", "int"), Col("gpu_hours", "GPU-hours", "hours"), Col("spend", "Spend ($)", "usd"),
+COST_EVAL = [Col("judge", "Judge"), Col("protocol", "Protocol"), Col("passes", "Passes", "int"),
+             Col("calls", "Calls", "int"), Col("tokens", "Tokens", "int"), Col("gpu_hours", "GPU-hours", "hours"), Col("spend", "Spend ($)", "usd"),
              Col("spend_per_pass", "Per pass ($)", "usd")]
 
 
@@ -108,8 +108,9 @@ def _cost(an: Analytics) -> Section:
                            "SELECT * FROM cost_by_model ORDER BY model = 'All', spend DESC"), COST_MODEL)),
                        ("Cost by role", display(an.rows(
                            "SELECT * FROM cost_by_role ORDER BY purpose, spend DESC, role"), COST_ROLE)),
-                       ("Evaluation cost per judge", display(an.rows(
-                           "SELECT * FROM eval_cost_by_judge ORDER BY judge = 'All', spend DESC, judge"), COST_EVAL)),
+                       ("Evaluation cost per judge and protocol (main run, each sweep)", display(an.rows(
+                           "SELECT * FROM eval_cost_by_judge ORDER BY judge = 'All', judge, NOT main, protocol"),
+                           COST_EVAL)),
                    ])
 
 
