@@ -91,8 +91,8 @@ COST_ROLE = [Col("purpose", "Purpose"), Col("role", "Role"), Col("calls", "Calls
              Col("cache_hits", "Cache hits", "int"), Col("tokens", "Tokens", "int"), Col("spend", "Spend ($)", "usd"),
              Col("share", "Share %", "pct")]
 COST_EVAL = [Col("judge", "Judge"), Col("protocol", "Protocol"), Col("passes", "Passes", "int"),
-             Col("calls", "Calls", "int"), Col("tokens", "Tokens", "int"), Col("gpu_hours", "GPU-hours", "hours"), Col("spend", "Spend ($)", "usd"),
-             Col("spend_per_pass", "Per pass ($)", "usd")]
+             Col("calls", "Calls", "int"), Col("tokens", "Tokens", "int"), Col("gpu_hours", "GPU-hours", "hours"),
+             Col("spend", "Spend ($)", "usd"), Col("spend_per_pass", "Per pass ($)", "usd")]
 
 
 def _cost(an: Analytics) -> Section:
