@@ -49,7 +49,8 @@ def export_cmd(ctx: click.Context, run_id: int, out: Path, as_json: bool) -> Non
                    "samples": done.samples, "errors": done.errors, "not_asked": done.not_asked})
     else:
         console.print(Text(f"wrote {done.path}: run {run_id} ({run.judge} on {run.benchmark!r}), {done.samples} "
-                           f"sample(s), one per judged pair; open it with `inspect view --log-dir {done.path.parent}`"))
+                           f"sample(s), one per judged pair; open it with `inspect view --log-dir {done.path.parent}`"),
+                      soft_wrap=True)  # a path stays whole, to be copied
     if unfinished:
         ctx.exit(exitcodes.INCOMPLETE)
 
