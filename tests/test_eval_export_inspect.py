@@ -112,3 +112,25 @@ def test_no_such_run_and_no_inspect_ai_are_errors(judged: Any, tmp_path: Path,
     monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # as if the extra were not installed
     result = cli(settings, "eval", "export", str(run["run_id"]), str(tmp_path / "y"), code=1)
     assert "playlisteval[inspect]" in result.output and not (tmp_path / "y").exists()
+
+
+def test_a_shortcut_run_and_a_rescore_say_what_they_did_not_spend(judged: Any, tmp_path: Path) -> None:
+    """A shortcut judge asks no model: its samples say there was no prompt and carry no tokens or dollars. A
+    rescore's judgments point at the calls of the run it re-read: their dollars are not counted again."""
+    settings, run, _ = judged
+    [shortcut] = json_lines(cli(settings, "eval", "judge", "--judge", "shortcut/random", "--json"))
+    [done] = json_lines(cli(settings, "eval", "export", str(shortcut["run_id"]), str(tmp_path / "s.eval"), "--json"))
+    log = inspect_log.read_eval_log(done["path"])
+    assert log.samples is not None and len(log.samples) == shortcut["pairs"]
+    for sample in log.samples:
+        assert "no prompt" in str(sample.input) and not sample.metadata["prompt_stored"]
+        assert sample.metadata["usd"] is None and sample.metadata["input_tokens"] is None
+        assert sample.output.usage is None and sample.scores is not None
+    said = cli(settings, "eval", "rescore", str(run["run_id"]), "--json").output
+    rescored = json.loads(said.strip().splitlines()[-1])
+    [done] = json_lines(cli(settings, "eval", "export", str(rescored["run_id"]), str(tmp_path / "r.json"), "--json"))
+    log = inspect_log.read_eval_log(done["path"])  # the .json form reads back as well
+    assert log.eval.metadata is not None and log.eval.metadata["rescore_of"] == run["run_id"]
+    assert log.samples is not None and all(s.metadata["usd"] is None and s.metadata["input_tokens"] > 0
+                                           for s in log.samples)
+    assert all(s.output.usage is not None and s.output.usage.total_cost is None for s in log.samples)

@@ -53,21 +53,25 @@ def _value(pair: PairRecord) -> str:
     return NOANSWER if pair.correct is None else CORRECT if pair.correct else INCORRECT
 
 
-def _metadata(pair: PairRecord) -> dict[str, Any]:
-    call = pair.call
+def _metadata(pair: PairRecord, spent: bool) -> dict[str, Any]:
+    """``spent``: False for a rescore (eval/rescore.py), whose judgments point at the calls of the run it re-read:
+    their tokens are what the judge was given, their dollars were that run's, never counted twice."""
+    call, reported = pair.call, pair.evidence  # an imported run keeps the tokens its file reported, unpriced
     return {
         "pair_id": pair.pair_id, "pair_key": pair.key, "domain": pair.domain, "verdict": pair.verdict,
         "outcome": pair.outcome, "a_is_better": pair.a_is_better,
         "prompt_stored": pair.prompt is not None,
-        "input_tokens": call.input_tokens if call else None, "output_tokens": call.output_tokens if call else None,
-        "thinking_tokens": call.thinking_tokens if call else None, "usd": call.usd if call else None,
-        "estimated_usd": call.estimated_usd if call else None, "cache_hit": call.cache_hit if call else None,
+        "input_tokens": call.input_tokens if call else reported.get("input_tokens"),
+        "output_tokens": call.output_tokens if call else reported.get("output_tokens"),
+        "thinking_tokens": call.thinking_tokens if call else None, "usd": call.usd if call and spent else None,
+        "estimated_usd": call.estimated_usd if call and spent else None,
+        "cache_hit": call.cache_hit if call else None,
         "call_id": call.call_id if call else None, "provider": call.provider if call else None,
         "evidence": pair.evidence,
     }
 
 
-def _sample(pair: PairRecord, model: str) -> Any:
+def _sample(pair: PairRecord, model: str, spent: bool) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
@@ -78,7 +82,7 @@ def _sample(pair: PairRecord, model: str) -> Any:
     usage = None if call is None else ModelUsage(
         input_tokens=call.input_tokens, output_tokens=call.output_tokens,
         total_tokens=call.input_tokens + call.output_tokens + call.thinking_tokens,
-        reasoning_tokens=call.thinking_tokens or None, total_cost=call.usd)
+        reasoning_tokens=call.thinking_tokens or None, total_cost=call.usd if spent else None)
     output = ModelOutput.from_content(model, reply)
     output.usage = usage
     said = {None: "no verdict", True: "the intended answer", False: "the other answer"}[pair.correct]
@@ -88,7 +92,7 @@ def _sample(pair: PairRecord, model: str) -> Any:
     return EvalSample(
         id=pair.key, epoch=1, input=prompt, target=pair.target, choices=None,
         messages=[ChatMessageUser(content=prompt), ChatMessageAssistant(content=reply, model=model)],
-        output=output, scores={SCORER: score}, metadata=_metadata(pair),
+        output=output, scores={SCORER: score}, metadata=_metadata(pair, spent),
         model_usage={model: usage} if usage else {},
         started_at=_iso(call.created_at) if call else None,
         completed_at=_iso(call.finished_at) if call and call.finished_at else None,
@@ -123,7 +127,8 @@ def build_log(run: RunRecord) -> Any:
     from inspect_ai.model import ModelUsage
 
     model = run.judge
-    samples = [_sample(p, model) for p in run.pairs]
+    rescore_of = run.settings.get("rescore_of")
+    samples = [_sample(p, model, rescore_of is None) for p in run.pairs]
     total = ModelUsage()
     for s in samples:
         for usage in s.model_usage.values():
@@ -137,7 +142,7 @@ def build_log(run: RunRecord) -> Any:
         model=model, config=EvalConfig(epochs=1), packages={"playlisteval": __version__},
         metadata={"playlisteval_run": run.run_id, "benchmark_version": run.benchmark_version,
                   "evidence": run.evidence, "scope": run.scope, "swapped": run.swapped, "modality": run.modality,
-                  "options_hash": run.options_hash, "settings": run.settings,
+                  "options_hash": run.options_hash, "settings": run.settings, "rescore_of": rescore_of,
                   "judged": len(run.pairs), "errors": len(run.errors), "not_asked": run.not_asked})
     unfinished = len(run.errors) + run.not_asked
     error = None
