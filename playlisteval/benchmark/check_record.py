@@ -16,10 +16,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from playlisteval.store.engine import read, transaction
-from playlisteval.store.tables import KeyValue
+from playlisteval.store.engine import read_core, transaction
 
 NOT_CHECKED = "not checked: `playlisteval check` re-reads its videos and records what it finds"
 _COUNTS = ("videos", "ok", "missing", "changed", "unverifiable")
@@ -34,6 +34,8 @@ def record(engine: Engine, benchmark_id: int, got: dict[str, Any], at: float | N
     kept: dict[str, Any] = {k: int(got[k]) for k in _COUNTS}
     kept.update(checked_at=time.time() if at is None else at, affected_pairs=sorted(got["affected_pairs"]),
                 affected_domains=sorted(got["affected_domains"]))
+    from playlisteval.store.tables import KeyValue  # the ORM only where a check is written (`check`)
+
     with transaction(engine) as s:
         s.merge(KeyValue(key=_key(benchmark_id), value=json.dumps(kept)))
     return kept
@@ -41,9 +43,8 @@ def record(engine: Engine, benchmark_id: int, got: dict[str, Any], at: float | N
 
 def last(engine: Engine, benchmark_id: int) -> dict[str, Any] | None:
     """The benchmark's last check as recorded, or None when it was never checked."""
-    with read(engine) as s:
-        row = s.get(KeyValue, _key(benchmark_id))
-        value = None if row is None else row.value
+    with read_core(engine) as c:  # Core, no table classes: the report reads this at each page (issue 26)
+        value = c.execute(text("SELECT value FROM kv WHERE key = :k"), {"k": _key(benchmark_id)}).scalar()
     return None if value is None else dict(json.loads(value))
 
 
@@ -73,14 +74,11 @@ def report_section(engine: Engine, benchmark: str | None) -> Any:
     """The report's section (an analytics ``Section``): each benchmark shown (the named one, or every one) with
     its last check, or "not checked". Read from the store at each report, never cached: a check changes no
     table the report's cache watches."""
-    from sqlmodel import select
-
     from playlisteval.analytics.tabular import DisplayTable, Section
-    from playlisteval.store.tables import Benchmark
 
-    with read(engine) as s:
-        query = select(Benchmark.id, Benchmark.name).order_by(Benchmark.name)
-        benches = s.exec(query if benchmark is None else query.where(Benchmark.name == benchmark)).all()
+    with read_core(engine) as c:
+        benches = [tuple(r) for r in c.execute(text("SELECT id, name FROM benchmark ORDER BY name")).all()
+                   if benchmark is None or r[1] == benchmark]
     table = DisplayTable(headers=["Benchmark", "Last check", "Videos", "As indexed", "Missing", "Changed",
                                   "Unverifiable", "Pairs affected"], rows=[],
                          numeric=[False, False, True, True, True, True, True, False])
