@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# the exact versions from constraints.txt (torch: the CPU build 2.13.0; an unpinned torch pulls CUDA)
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,api,local,multilingual]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,api,local,inspect,multilingual]'
 	@touch $(STAMP)
 
 venv: $(STAMP)

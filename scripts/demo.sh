@@ -41,6 +41,9 @@ run eval judge --judge sim/judge --evidence uniform
 run eval judge --judge sim/judge --evidence retrieved --swap
 run eval judge --judge shortcut/random --judge shortcut/longer-answer --judge shortcut/transcript-overlap
 run eval retrieve
+# the first judge run as an Inspect AI eval log (the inspect extra), and `inspect view` showing it (docs)
+run eval export 1 inspect-logs
+"$here/.venv/bin/python" "$here/scripts/inspect_screenshot.py" "$demo/inspect-logs" "$demo/inspect-view.png" || true
 step "human study: pairs, evidence clips (model H), invitations, the annotation page"
 run human plan --pairs 24
 for who in ann ben cat; do "$pe" human invite "$who"; done

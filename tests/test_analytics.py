@@ -230,12 +230,17 @@ def test_cost_by_model_and_role(an: Any) -> None:
 
 def test_eval_cost_per_judge(an: Any) -> None:
     analytics, _ = an
-    rows = {r["judge"]: r for r in analytics.rows("SELECT * FROM eval_cost_by_judge")}
-    assert (rows["alpha"]["passes"], rows["alpha"]["tokens"]) == (2, 530)
-    assert rows["alpha"]["spend"] == pytest.approx(0.5) and rows["alpha"]["spend_per_pass"] == pytest.approx(0.25)
-    assert rows["beta"]["gpu_hours"] == pytest.approx(1.0) and rows["beta"]["spend"] == pytest.approx(4.0)
-    assert rows["openai/gpt"]["passes"] == 1  # a call that names no judge run is charged to its model
-    assert rows["All"]["passes"] == 4 and rows["All"]["spend"] == pytest.approx(4.55)
+    rows = {(r["judge"], r["protocol"]): r for r in analytics.rows("SELECT * FROM eval_cost_by_judge")}
+    # a row per protocol (issue 41): the retrieved and the uniform main passes are never averaged together
+    main, uniform = rows[("alpha", "retrieved · domain · main")], rows[("alpha", "uniform · domain · main")]
+    assert (main["passes"], main["tokens"], uniform["passes"], uniform["tokens"]) == (1, 330, 1, 200)
+    assert main["spend_per_pass"] == pytest.approx(0.3) and uniform["spend_per_pass"] == pytest.approx(0.2)
+    assert main["main"] and uniform["main"]
+    beta = rows[("beta", "retrieved · domain · main")]
+    assert beta["gpu_hours"] == pytest.approx(1.0) and beta["spend"] == pytest.approx(4.0)
+    assert rows[("openai/gpt", "no judge run")]["passes"] == 1  # a call naming no judge run: charged to its model
+    every = rows[("All", "every protocol")]
+    assert every["passes"] == 4 and every["spend"] == pytest.approx(4.55) and every["spend_per_pass"] is None
 
 
 def test_threshold_is_a_setting(tmp_path: Path) -> None:

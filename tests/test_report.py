@@ -72,7 +72,7 @@ def test_report_escapes_model_text_and_has_every_section(tmp_path: Path) -> None
     # the gate funnel section comes with analytics/funnel.sql, which the build's side owns
     assert [i for i in parser.ids if i != "funnel"] == ["leaderboard", "gap", "scope", "attribution", "bias", "sweeps",
                                                         "shortcuts", "trust", "retrieval", "retriever_ablation",
-                                                        "external", "stats", "cost", "hardest"]
+                                                        "external", "stats", "cost", "check", "hardest"]
     if "funnel" in parser.ids:
         assert "C1" in text and "C3" in text
     # leaderboard, gap curve, scope curve, failure attribution, position bias, shortcut audit

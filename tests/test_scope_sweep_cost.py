@@ -105,3 +105,25 @@ def test_sweeps_show_prompt_and_output_tokens_and_dollars_beside_accuracy(judged
     assert cell["Prompt tok./pair"] == f"{int(sweep['prompt_tokens']):,}"
     assert cell["Main prompt tok./pair"] == f"{int(main['prompt_tokens']):,}"
     assert main["calls"] == runs["main"]["pairs"] and main["output_tokens"] > 0
+
+
+def test_evaluation_cost_per_pass_is_split_by_protocol(judged: Any) -> None:
+    """Issue 41: the report's per-pass cost is one row per protocol (the main run, each sweep), each row's
+    per-pass dollars that protocol's run's own — never a mean of the main pass with the sweeps."""
+    settings, runs = judged
+    from playlisteval.analytics.report import _cost as report_cost
+    from playlisteval.analytics.run_cost import run_costs
+
+    with Analytics(open_store(settings), settings) as an:
+        costs = run_costs(an, [r["run_id"] for r in runs.values()])
+        rows = {r["protocol"]: r for r in an.rows("SELECT * FROM eval_cost_by_judge WHERE judge = 'sim/judge'")}
+        section = report_cost(an)
+    main, sweep = rows["retrieved · domain · main"], rows["retrieved · domain · sweep: frames=4"]
+    assert main["main"] and not sweep["main"] and (main["passes"], sweep["passes"]) == (1, 1)
+    assert main["spend_per_pass"] == pytest.approx(costs[runs["main"]["run_id"]]["usd"])
+    assert sweep["spend_per_pass"] == pytest.approx(costs[runs["--frames 4"]["run_id"]]["usd"])
+    assert main["spend_per_pass"] != pytest.approx(sweep["spend_per_pass"])  # 8 frames cost more than 4
+    assert {"uniform · domain · main", "oracle · oracle · main", "retrieved · oracle · main"} <= set(rows)
+    [(_, table)] = [(title, t) for title, t in section.tables if "protocol" in title]
+    assert "Protocol" in table.headers and any("sweep: frames=4" in " ".join(map(str, r)) for r in table.rows)
+

@@ -90,9 +90,9 @@ COST_ROLE = [Col("purpose", "Purpose"), Col("role", "Role"), Col("calls", "Calls
              Col("failed", "Failed", "int"),
              Col("cache_hits", "Cache hits", "int"), Col("tokens", "Tokens", "int"), Col("spend", "Spend ($)", "usd"),
              Col("share", "Share %", "pct")]
-COST_EVAL = [Col("judge", "Judge"), Col("passes", "Passes", "int"), Col("calls", "Calls", "int"),
-             Col("tokens", "Tokens", "int"), Col("gpu_hours", "GPU-hours", "hours"), Col("spend", "Spend ($)", "usd"),
-             Col("spend_per_pass", "Per pass ($)", "usd")]
+COST_EVAL = [Col("judge", "Judge"), Col("protocol", "Protocol"), Col("passes", "Passes", "int"),
+             Col("calls", "Calls", "int"), Col("tokens", "Tokens", "int"), Col("gpu_hours", "GPU-hours", "hours"),
+             Col("spend", "Spend ($)", "usd"), Col("spend_per_pass", "Per pass ($)", "usd")]
 
 
 def _cost(an: Analytics) -> Section:
@@ -108,8 +108,9 @@ def _cost(an: Analytics) -> Section:
                            "SELECT * FROM cost_by_model ORDER BY model = 'All', spend DESC"), COST_MODEL)),
                        ("Cost by role", display(an.rows(
                            "SELECT * FROM cost_by_role ORDER BY purpose, spend DESC, role"), COST_ROLE)),
-                       ("Evaluation cost per judge", display(an.rows(
-                           "SELECT * FROM eval_cost_by_judge ORDER BY judge = 'All', spend DESC, judge"), COST_EVAL)),
+                       ("Evaluation cost per judge and protocol (main run, each sweep)", display(an.rows(
+                           "SELECT * FROM eval_cost_by_judge ORDER BY judge = 'All', judge, NOT main, protocol"),
+                           COST_EVAL)),
                    ])
 
 
@@ -285,7 +286,11 @@ def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | No
                                   build_sections(an, settings, bench, progress))
         if cache_key:
             section_cache.save(an, cache_key, kept)
-    sections = _with_extra(kept.sections, settings, extra)
+    from playlisteval.benchmark import check_record  # issue 41: the last `check`, read now (never cached)
+
+    benchmark_name = kept.benchmark
+    sections = _with_extra(kept.sections, settings,
+                           [*extra, lambda _: check_record.report_section(an.engine, benchmark_name)])
     prov = provenance_of(an.engine, settings, kept.benchmark, generated=True)  # issue 22: after the cache
     page = render(sections, title=settings.project.name, benchmark=kept.benchmark, simulated=kept.simulated,
                   intervals=settings_interval_label(settings), provenance=prov)

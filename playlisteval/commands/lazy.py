@@ -37,7 +37,7 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
     'worker': (('building',), 'Work the Redis queues (build items, index videos, the questions of '
                               "`select`'s difficulty gate and of `eval judge` runs) until stopped; "
                               'SIGTERM/SIGINT stop it cleanly.'),
-    'eval': (('eval_group', 'evaluate', 'judge_checks', 'eval_import', 'eval_rescore'),
+    'eval': (('eval_group', 'evaluate', 'judge_checks', 'eval_import', 'eval_rescore', 'eval_export'),
              'Evaluate judges and retrievers on the benchmark, or score results produced elsewhere.'),
     'select': (('evaluate',), 'Draw the benchmark from the accepted items (SPEC F).'),
     'export': (('evaluate',), 'Write the benchmark to OUT: data/test.parquet, data/test.jsonl, '

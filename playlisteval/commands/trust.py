@@ -82,7 +82,8 @@ def check(ctx: click.Context, benchmark: str | None, as_json: bool) -> None:
     """Re-read every video the benchmark uses (size, SHA-256) and report the missing or changed ones.
 
     Exits 3 when any video is missing, changed or has no recorded hash, naming the pairs whose question
-    cites it; 0 when every video is as it was indexed.
+    cites it; 0 when every video is as it was indexed. The result and its date are kept: the report and
+    the dataset card `export` writes show them ("not checked" when it never ran).
     """
     from playlisteval.benchmark.health import check_benchmark
     from playlisteval.benchmark.pairs import find_benchmark
@@ -91,10 +92,13 @@ def check(ctx: click.Context, benchmark: str | None, as_json: bool) -> None:
     settings = settings_of(ctx)
     engine = open_store(settings)
     bench = find_benchmark(engine, benchmark or settings.select.benchmark)
+    from playlisteval.benchmark.check_record import record
+
     with err_console.status("re-reading the benchmark's videos …"):
         got = check_benchmark(engine, int(bench.id or 0))
+    kept = record(engine, int(bench.id or 0), got)  # the report and the dataset card say what was found, and when
     if as_json:
-        emit_json({"benchmark": bench.name, **got})
+        emit_json({"benchmark": bench.name, **got, "checked_at": kept["checked_at"]})
     else:
         for v in got["problems"]:
             pairs = v["cited_pairs"]

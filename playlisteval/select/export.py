@@ -255,7 +255,10 @@ def export(settings: Settings, out: Path, name: str | None = None, *, force: boo
     tick("export steps", 4, 6)
     prov = provenance(engine, settings, int(bench.id or 0), version=version, generated=True)
     body = card_text(settings, engine, bench, st, len(rows)) if frozen is None else str(frozen["card"])
-    card.write_text(body + "\n" + card_lines(prov), encoding="utf-8")
+    from playlisteval.benchmark.check_record import card_section as check_section  # issue 41: videos checked
+
+    card.write_text(body + "\n" + check_section(engine, int(bench.id or 0)) + "\n" + card_lines(prov),
+                    encoding="utf-8")
     # issue 20: the causal records and domain descriptions in their own file (the parquet stays as it was)
     extra = [released.write(engine, bench, out)] if frozen is None else []
     tick("export steps", 5, 6)
