@@ -15,6 +15,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from playlisteval.store.counts import install as install_store_counts
+from playlisteval.store.media_paths import RootsUnknown, relative_inside_project
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
 from playlisteval.store.spend_totals import install as install_spend_totals
 
@@ -164,6 +165,9 @@ MIGRATIONS: list[tuple[str, Migration]] = [
         ("latency_p50_ms", "DOUBLE PRECISION", "0"), ("latency_p95_ms", "DOUBLE PRECISION", "0")])),
     # when a benchmark's questions were last drawn: a re-select names items accepted since (issue 22)
     ("2300_benchmark_drawn_at", add_column("benchmark", "drawn_at", "DOUBLE PRECISION", "0")),
+    # relocatable projects (issue 41): named media roots; paths inside the project stored relative to it
+    ("4130_media_root", create_tables("media_root")),
+    ("4131_media_paths_relative", relative_inside_project),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]
@@ -186,14 +190,17 @@ def migrate(engine: Engine) -> list[str]:
     for name, step in MIGRATIONS:
         if name in done:
             continue
-        with engine.begin() as conn:
-            if name != "0001_initial" and not inspect(conn).has_table("schema_migration"):
-                metadata.tables["schema_migration"].create(conn)
-            step(conn)
-            if not conn.execute(text("SELECT 1 FROM schema_migration WHERE name = :n"), {"n": name}).first():
-                conn.execute(
-                    text("INSERT INTO schema_migration (name, applied_at) VALUES (:n, :t)"),
-                    {"n": name, "t": time.time()},
-                )
+        try:
+            with engine.begin() as conn:
+                if name != "0001_initial" and not inspect(conn).has_table("schema_migration"):
+                    metadata.tables["schema_migration"].create(conn)
+                step(conn)
+                if not conn.execute(text("SELECT 1 FROM schema_migration WHERE name = :n"), {"n": name}).first():
+                    conn.execute(
+                        text("INSERT INTO schema_migration (name, applied_at) VALUES (:n, :t)"),
+                        {"n": name, "t": time.time()},
+                    )
+        except RootsUnknown:  # an engine with no project folder: left for open_store (rolled back, unrecorded)
+            continue
         ran.append(name)
     return ran
