@@ -87,7 +87,7 @@ def unset_root(path: str) -> str | None:
 
 
 def attached(dialect: Any) -> MediaRoots | None:
-    return getattr(dialect, _ATTR, None)  # type: ignore[no-any-return]
+    return getattr(dialect, _ATTR, None)
 
 
 def attach(engine: Engine, roots: MediaRoots) -> None:
@@ -164,3 +164,9 @@ def relative_inside_project(conn: Connection) -> None:
     if roots is None:
         raise RootsUnknown
     rewrite_portable(conn, MediaRoots(roots.project))
+
+
+def outside_every_root(engine: Engine, paths: list[str]) -> list[str]:
+    """The paths among ``paths`` that the engine's project would store absolute (outside it and every root)."""
+    roots = attached(engine.dialect)
+    return [] if roots is None else [p for p in paths if os.path.isabs(roots.portable(p))]

@@ -15,8 +15,8 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from playlisteval.store.counts import install as install_store_counts
-from playlisteval.store.media_paths import RootsUnknown, relative_inside_project
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
+from playlisteval.store.media_paths import RootsUnknown, relative_inside_project
 from playlisteval.store.spend_totals import install as install_spend_totals
 
 Migration = Callable[[Connection], None]
