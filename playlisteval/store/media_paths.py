@@ -138,11 +138,6 @@ def load(engine: Engine, project: Path) -> MediaRoots:
 COLUMNS = (("video", "path"), ("video", "captions_path"), ("playlist", "source"))
 
 
-class RootsUnknown(Exception):
-    """A migration that needs the project folder met an engine opened without one: it is left unrecorded,
-    to run when the project opens its store (open_store attaches the folder first)."""
-
-
 def rewrite_portable(conn: Connection, roots: MediaRoots) -> int:
     """Every stored media path put in its portable form under ``roots``; the number of values rewritten."""
     changed = 0
@@ -159,10 +154,12 @@ def rewrite_portable(conn: Connection, roots: MediaRoots) -> int:
 def relative_inside_project(conn: Connection) -> None:
     """Migration: the absolute paths of a store written before issue 41 that lie inside the project folder
     become relative to it (a copy of the project then reads its own files). Paths elsewhere stay absolute
-    until a media root adopts them (`playlisteval media-root set`)."""
+    until a media root adopts them (`playlisteval media-root set`). Only open_store opens a store with its
+    project folder (attached before it migrates); an engine opened bare (tests) has no folder to be relative
+    to, and its paths are left as they are."""
     roots = attached(conn.dialect)
     if roots is None:
-        raise RootsUnknown
+        return
     rewrite_portable(conn, MediaRoots(roots.project))
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from playlisteval.store.counts import install as install_store_counts
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
-from playlisteval.store.media_paths import RootsUnknown, relative_inside_project
+from playlisteval.store.media_paths import relative_inside_project
 from playlisteval.store.spend_totals import install as install_spend_totals
 
 Migration = Callable[[Connection], None]
@@ -190,17 +190,14 @@ def migrate(engine: Engine) -> list[str]:
     for name, step in MIGRATIONS:
         if name in done:
             continue
-        try:
-            with engine.begin() as conn:
-                if name != "0001_initial" and not inspect(conn).has_table("schema_migration"):
-                    metadata.tables["schema_migration"].create(conn)
-                step(conn)
-                if not conn.execute(text("SELECT 1 FROM schema_migration WHERE name = :n"), {"n": name}).first():
-                    conn.execute(
-                        text("INSERT INTO schema_migration (name, applied_at) VALUES (:n, :t)"),
-                        {"n": name, "t": time.time()},
-                    )
-        except RootsUnknown:  # an engine with no project folder: left for open_store (rolled back, unrecorded)
-            continue
+        with engine.begin() as conn:
+            if name != "0001_initial" and not inspect(conn).has_table("schema_migration"):
+                metadata.tables["schema_migration"].create(conn)
+            step(conn)
+            if not conn.execute(text("SELECT 1 FROM schema_migration WHERE name = :n"), {"n": name}).first():
+                conn.execute(
+                    text("INSERT INTO schema_migration (name, applied_at) VALUES (:n, :t)"),
+                    {"n": name, "t": time.time()},
+                )
         ran.append(name)
     return ran
