@@ -73,11 +73,11 @@ def set_root(engine: Engine, name: str, folder: str | Path) -> RootState:
     check_name(name)
     roots = _roots(engine)
     target = Path(folder).expanduser().resolve()
-    if not target.is_dir():
-        raise ConfigError(f"media root {name!r}: {target} is not a folder on this machine; nothing was changed")
     if target == roots.project or target.is_relative_to(roots.project):
         raise ConfigError(f"media root {name!r}: {target} is inside the project folder {roots.project}, whose "
                           "videos are stored relative to it already; no root is needed")
+    if not target.is_dir():
+        raise ConfigError(f"media root {name!r}: {target} is not a folder on this machine; nothing was changed")
     taken = [n for n, f in roots.named.items() if f == target and n != name]
     if taken:
         raise ConfigError(f"{target} is media root {taken[0]!r} already: re-point that one, or choose another folder")
