@@ -17,11 +17,14 @@ import urllib.request
 from functools import lru_cache
 from http.cookiejar import CookieJar
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import text
 from sqlmodel import select
 
+from playlisteval.cli import main
 from playlisteval.errors import ConfigError
 from playlisteval.store import forget_engines, open_store, transaction
 from playlisteval.store.media_paths import MediaRoots, check_name
@@ -48,6 +51,14 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
            "COLUMNS": "500"}  # messages on one line
     return subprocess.run([sys.executable, "-m", "playlisteval.cli", "--project", str(root), *args],
                           env=env, capture_output=True, text=True, timeout=300)
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The same command in this process (quicker; each project is its own store), its output on one line."""
+    result = CliRunner().invoke(main, ["--project", str(root), *args])
+    return subprocess.CompletedProcess(args, result.exit_code, " ".join(result.stdout.split()) if not
+                                       result.stdout.lstrip().startswith(("{", "[")) else result.stdout,
+                                       " ".join(result.stderr.split()))
 
 
 def _stored(root: Path) -> dict[int, str]:
@@ -81,8 +92,8 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _check(root: Path) -> tuple[int, dict[str, object]]:
-    done = _run(root, "check", "--benchmark", "bench-1", "--json")
+def _check(root: Path, *, apart: bool = True) -> tuple[int, dict[str, Any]]:
+    done = (_run if apart else _cli)(root, "check", "--benchmark", "bench-1", "--json")
     return done.returncode, json.loads(done.stdout)
 
 
@@ -162,7 +173,7 @@ def test_an_old_store_with_absolute_paths_is_migrated_to_relative_ones(tmp_path:
         assert {p.source for p in s.exec(select(Playlist)).all()} == {str(root / "media")}
     assert paths == {i: str(outside) if i == first else str(p) for i, p in files.items()}
     forget_engines()
-    code, got = _check(root)
+    code, got = _check(root, apart=False)
     assert code == 0 and got["problems"] == [], got
 
 
@@ -172,7 +183,7 @@ def test_a_media_root_outside_the_project_is_re_pointed_with_one_command(tmp_pat
     files = _project_with_media(root, shared)
     assert set(_stored(root).values()) == {str(p) for p in files.values()}  # outside: absolute
 
-    done = _run(root, "media-root", "set", "shared", str(shared), "--json")
+    done = _cli(root, "media-root", "set", "shared", str(shared), "--json")
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert (got["videos"], got["adopted"], got["missing"], got["previous"]) == (len(files), len(files), 0, None)
@@ -181,28 +192,29 @@ def test_a_media_root_outside_the_project_is_re_pointed_with_one_command(tmp_pat
     mounted = tmp_path / "mnt" / "other-name"
     mounted.parent.mkdir()
     shared.rename(mounted)  # the disk is mounted elsewhere
-    code, got = _check(root)
+    code, got = _check(root, apart=False)
     assert code == 3 and got["missing"] == len(files), got
     copy = tmp_path / "copy"
+    forget_engines()  # the store closed, as `cp -a` of a project nobody is using
     shutil.copytree(root, copy, symlinks=True)
-    done = _run(copy, "media-root", "set", "shared", str(mounted), "--json")
+    done = _cli(copy, "media-root", "set", "shared", str(mounted), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["previous"] == str(shared)
-    code, got = _check(copy)
+    code, got = _check(copy, apart=False)
     assert code == 0 and got["ok"] == len(files), got
-    listed = json.loads(_run(copy, "media-root", "list", "--json").stdout)
+    listed = json.loads(_cli(copy, "media-root", "list", "--json").stdout)
     assert listed == [{"name": "shared", "folder": str(mounted), "videos": len(files), "missing": 0,
                        "missing_paths": [], "previous": None, "adopted": 0}]
-    assert _check(root)[0] == 3  # the copy's root is its own: the original still names the old folder
+    assert _check(root, apart=False)[0] == 3  # the copy's root is its own: the original still names the old folder
 
     # a root pointed at a folder without its videos says so (exit 3); a folder that is not there changes nothing
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = _run(copy, "media-root", "set", "shared", str(empty))
+    done = _cli(copy, "media-root", "set", "shared", str(empty))
     assert done.returncode == 3 and f"{len(files)} missing" in done.stdout
-    done = _run(copy, "media-root", "set", "shared", str(tmp_path / "nowhere"))
+    done = _cli(copy, "media-root", "set", "shared", str(tmp_path / "nowhere"))
     assert done.returncode == 1 and "not a folder" in done.stderr
-    done = _run(copy, "media-root", "set", "inside", str(copy / "media"))
+    done = _cli(copy, "media-root", "set", "inside", str(copy / "media"))
     assert done.returncode == 1 and "inside the project folder" in done.stderr
 
 
@@ -211,7 +223,7 @@ def test_check_names_a_media_root_the_store_has_no_folder_for(tmp_path: Path) ->
     files = _project_with_media(root, root / "media")
     with sqlite3.connect(root / "playlisteval.db") as db:
         db.execute("UPDATE video SET path = '@gone/x.mp4' WHERE id = ?", (min(files),))
-    code, got = _check(root)
+    code, got = _check(root, apart=False)
     assert code == 3 and got["missing"] == 1, got
     assert "media root 'gone' is not set: `playlisteval media-root set gone FOLDER`" in got["problems"][0]["error"]
 
@@ -222,7 +234,7 @@ def test_add_stores_paths_inside_the_project_relative_and_warns_of_others(tmp_pa
     inside = root / "videos" / "Lessons"
     inside.mkdir(parents=True)
     (inside / "a.mp4").write_bytes(_clip())
-    done = _run(root, "add", "Education", str(inside), "--json")
+    done = _cli(root, "add", "Education", str(inside), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["warnings"] == []
     with sqlite3.connect(root / "playlisteval.db") as db:
@@ -231,14 +243,14 @@ def test_add_stores_paths_inside_the_project_relative_and_warns_of_others(tmp_pa
     outside = tmp_path / "far" / "Talks"
     outside.mkdir(parents=True)
     (outside / "b.mp4").write_bytes(_clip(3.0))  # other content: not refused as a duplicate
-    done = _run(root, "add", "Drama", str(outside), "--json")
+    done = _cli(root, "add", "Drama", str(outside), "--json")
     assert done.returncode == 0, done.stderr
     assert any("outside the project folder" in w and "media-root set" in w for w in json.loads(done.stdout)["warnings"])
-    assert _run(root, "media-root", "set", "far", str(tmp_path / "far")).returncode == 0
+    assert _cli(root, "media-root", "set", "far", str(tmp_path / "far")).returncode == 0
     with sqlite3.connect(root / "playlisteval.db") as db:
         assert db.execute("SELECT path FROM video WHERE path LIKE '@%'").fetchall() == [("@far/Talks/b.mp4",)]
     # adding the same folder again finds it present (compared in its stored form)
-    done = _run(root, "add", "Drama", str(outside), "--json")
+    done = _cli(root, "add", "Drama", str(outside), "--json")
     assert json.loads(done.stdout)["unchanged"] == [str(outside / "b.mp4")]
 
 
