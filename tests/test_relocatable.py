@@ -265,3 +265,42 @@ def test_stored_forms_round_trip_and_the_deepest_root_wins(tmp_path: Path) -> No
     assert roots.resolve("@unknown/a.mp4") == "@unknown/a.mp4"  # no folder to guess: reported missing
     with pytest.raises(ConfigError):
         check_name("a/b")
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_roots_are_kept_in_either_store_and_a_name_is_not_a_pattern(tmp_path: Path, store: str,
+                                                                     request: pytest.FixtureRequest) -> None:
+    from playlisteval.index.media_roots import list_roots, set_root
+    from playlisteval.store.tables import Domain
+
+    url = request.getfixturevalue("pg_url") if store == "postgresql" else f"sqlite:///{tmp_path}/s.db"
+    root = tmp_path / "proj"
+    engine = open_store(project(root, store__url=url))
+    files = [root / "v" / "a.mp4", tmp_path / "my_disk" / "b.mp4", tmp_path / "myxdisk" / "c.mp4"]
+    with transaction(engine) as s:
+        domain = Domain(name="D")
+        s.add(domain)
+        s.flush()
+        playlist = Playlist(domain_id=domain.id or 0, name="P", source=str(root / "v"))
+        s.add(playlist)
+        s.flush()
+        for n, path in enumerate(files):
+            path.parent.mkdir(parents=True)
+            path.write_bytes(b"x")
+            s.add(Video(playlist_id=playlist.id or 0, path=str(path), title=str(n), status="indexed"))
+    assert set_root(engine, "myxdisk", tmp_path / "myxdisk").adopted == 1
+    state = set_root(engine, "my_disk", tmp_path / "my_disk")
+    assert (state.videos, state.adopted, state.missing) == (1, 1, [])  # "_" is no wildcard: c.mp4 is not counted
+    with engine.connect() as conn:
+        assert [p for (p,) in conn.execute(text("SELECT path FROM video ORDER BY id"))] == [
+            "v/a.mp4", "@my_disk/b.mp4", "@myxdisk/c.mp4"]
+    moved = tmp_path / "mnt" / "disk"
+    moved.parent.mkdir()
+    (tmp_path / "my_disk").rename(moved)
+    state = set_root(engine, "my_disk", moved)
+    assert (state.previous, state.missing, state.adopted) == (str(tmp_path / "my_disk"), [], 0)
+    with transaction(engine) as s:
+        assert [v.path for v in s.exec(select(Video).order_by(Video.id)).all()] == [  # type: ignore[arg-type]
+            str(files[0]), str(moved / "b.mp4"), str(files[2])]
+        assert s.exec(select(Video.id).where(Video.path == str(moved / "b.mp4"))).all() != []  # compared stored
+    assert [(r.name, r.videos, len(r.missing)) for r in list_roots(engine)] == [("my_disk", 1, 0), ("myxdisk", 1, 0)]
