@@ -29,6 +29,17 @@ def env_for(**overrides: object) -> dict[str, str]:
     return out
 
 
+def share_media(source: Path, dest: Path) -> None:
+    """Link ``source``'s own files (not its store, its config or its derived-media folder) into ``dest``, a
+    project given a copy of ``source``'s store alone: the store names the files inside its project relative
+    to the project (issue 41), so the copy looks for them in ``dest``. Linked, not copied: they are shared,
+    as they were when the store named them by absolute path."""
+    for entry in source.iterdir():
+        if entry.name.startswith("playlisteval.") or entry.name == "media" or (dest / entry.name).exists():
+            continue
+        (dest / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+
+
 def project(tmp_path: Path, **overrides: object) -> Settings:
     if not (tmp_path / "playlisteval.toml").exists():
         write_project(tmp_path)

@@ -16,7 +16,7 @@ from playlisteval.cli import main
 from playlisteval.config import Settings
 from playlisteval.select.sampling import select_benchmark
 from tests.eval_helpers import indexed_seeded_store
-from tests.helpers import QUIET_SIM, env_for, project
+from tests.helpers import QUIET_SIM, env_for, project, share_media
 
 OVERRIDES: dict[str, object] = dict(
     index__embedder="hash", index__ocr="none", eval__materialize_frames=False, eval__frames=8,
@@ -39,6 +39,7 @@ def copy_of(source: Path, root: Path) -> Settings:
     project(root, **OVERRIDES)
     with sqlite3.connect(source / "playlisteval.db") as a, sqlite3.connect(root / "playlisteval.db") as b:
         a.backup(b)
+    share_media(source, root)
     return project(root, **OVERRIDES)
 
 

@@ -23,7 +23,7 @@ from playlisteval.cli import main
 from playlisteval.config import Settings
 from playlisteval.store import forget_engines, open_store
 from tests.batch_wire import OAI_BATCH_CREATE
-from tests.helpers import QUIET_SIM, built_synthetic_project, env_for, project
+from tests.helpers import QUIET_SIM, built_synthetic_project, env_for, project, share_media
 from tests.provider_fakes import CHAT, FakeAPI, fake_api
 
 OVERRIDES: dict[str, object] = dict(
@@ -50,6 +50,7 @@ def clone(built: Settings, dest: Path) -> Settings:
     src.backup(dst)
     src.close()
     dst.close()
+    share_media(built.root, dest)
     return project(dest, **OVERRIDES)
 
 

@@ -26,7 +26,7 @@ from playlisteval.errors import ConfigError
 from playlisteval.models.registry import Registry
 from playlisteval.select.sampling import select_benchmark
 from tests.eval_helpers import indexed_seeded_store
-from tests.helpers import QUIET_SIM, env_for, project
+from tests.helpers import QUIET_SIM, env_for, project, share_media
 from tests.provider_fakes import CHAT, MODELS, Canned, FakeAPI, fake_api
 
 OVERRIDES: dict[str, object] = dict(
@@ -40,6 +40,7 @@ KEY = "vllm-endpoints-key-0001"
 def _copy_store(src: Path, dst: Path) -> None:
     with sqlite3.connect(src / "playlisteval.db") as a, sqlite3.connect(dst / "playlisteval.db") as b:
         a.backup(b)
+    share_media(src, dst)
 
 
 def _with_endpoints(root: Path, endpoints: dict[str, str]) -> None:

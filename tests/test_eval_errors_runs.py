@@ -28,7 +28,7 @@ from playlisteval.eval.options import JudgeOptions
 from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import open_store
 from tests.eval_helpers import indexed_seeded_store
-from tests.helpers import QUIET_SIM, env_for, project
+from tests.helpers import QUIET_SIM, env_for, project, share_media
 from tests.provider_fakes import CHAT, GENERATE, Canned, FakeAPI, chat_body, fake_api
 
 OVERRIDES: dict[str, object] = dict(
@@ -43,6 +43,7 @@ PRICES = '\n[prices."openai/judge-test"]\ninput = 1.0\noutput = 2.0\n\n[prices."
 def _copy_store(src: Path, dst: Path) -> None:
     with sqlite3.connect(src / "playlisteval.db") as a, sqlite3.connect(dst / "playlisteval.db") as b:
         a.backup(b)
+    share_media(src, dst)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import forget_engines
 from playlisteval.view.app import make_app
 from tests.eval_helpers import indexed_seeded_store
-from tests.helpers import QUIET_SIM, env_for, project
+from tests.helpers import QUIET_SIM, env_for, project, share_media
 from tests.provider_fakes import CHAT, FakeAPI, fake_api
 from tests.test_redaction import dump_sqlite
 from tests.view_helpers import TOKEN, sources
@@ -71,6 +71,7 @@ def _fresh(source: Path, tmp_path: Path, api: FakeAPI) -> Settings:
         f.write(PRICES)
     with sqlite3.connect(source / "playlisteval.db") as a, sqlite3.connect(root / "playlisteval.db") as b:
         a.backup(b)
+    share_media(source, root)
     settings = project(root, **OVERRIDES)
     settings.providers.openai_base_url = f"{api.url}/v1"
     return settings

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.logs import get_logger
 from playlisteval.store.engine import transaction
+from playlisteval.store.media_paths import MediaPath, unset_root
 
 log = get_logger(__name__)
 
@@ -58,7 +59,8 @@ def _videos(engine: Engine, benchmark_id: int) -> list[dict[str, Any]]:
             "JOIN playlist AS pl ON pl.id = v.playlist_id JOIN domain AS d ON d.id = pl.domain_id "
             "WHERE v.status = 'indexed' AND d.id IN (SELECT s.domain_id FROM benchmark_pair AS bp "
             "JOIN pair AS p ON p.id = bp.pair_id JOIN item AS i ON i.id = p.item_id "
-            "JOIN seed AS s ON s.id = i.seed_id WHERE bp.benchmark_id = :b) ORDER BY v.id"), {"b": benchmark_id})
+            "JOIN seed AS s ON s.id = i.seed_id WHERE bp.benchmark_id = :b) ORDER BY v.id").columns(path=MediaPath),
+            {"b": benchmark_id})  # path: the file this project reads (its own copy; store/media_paths.py)
         return [dict(r._mapping) for r in rows]
 
 
@@ -80,6 +82,11 @@ def check_video(row: dict[str, Any]) -> VideoHealth:
     path = Path(str(row["path"]))
     recorded = row["sha256"] or None
     health = VideoHealth(int(row["id"]), str(path), str(row["domain"]), OK, None, recorded, None)
+    root = unset_root(str(path))
+    if root is not None:  # stored under a media root this store has no folder for
+        health.status = MISSING
+        health.error = f"media root {root!r} is not set: `playlisteval media-root set {root} FOLDER`"
+        return health
     try:
         health.size = path.stat().st_size
         health.sha256 = sha256_of(path)

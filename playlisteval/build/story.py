@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 from playlisteval.build.stages.feedback import guidance
 from playlisteval.errors import PlaylistEvalError
 from playlisteval.store.engine import read_core
+from playlisteval.store.media_paths import MediaPath
 from playlisteval.store.video_fps import call_fps
 
 # store/tables.py's columns as SQL text with the JSON and boolean columns typed (SQLite keeps 0/1 and text):
@@ -28,7 +29,7 @@ _SEED = text("SELECT seed.id, seed.similarity, seed.segment1_id, seed.segment2_i
 _SEGMENT = text('SELECT segment.id, segment.video_id, segment."start", segment."end", segment.first_chunk, '
                 "segment.last_chunk, video.title, video.path, playlist.name AS playlist FROM segment "
                 "LEFT JOIN video ON video.id = segment.video_id LEFT JOIN playlist ON playlist.id = video.playlist_id "
-                "WHERE segment.id = :id")
+                "WHERE segment.id = :id").columns(path=MediaPath)  # the file path, not its stored form
 _GATES = text("SELECT phase, attempt, gate, verdict, reason, details, call_ids FROM gate_result "
               "WHERE item_id = :id ORDER BY id").columns(details=JSON, call_ids=JSON)
 _QAS = text("SELECT id, attempt, question, answer, keyword, template, template_hash, malformed, payload FROM qa "

@@ -82,6 +82,7 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
     from playlisteval.index.fsnames import shown
     from playlisteval.index.manifest import read_manifest
     from playlisteval.store import open_store
+    from playlisteval.store.media_paths import outside_every_root
 
     if manifest is not None:  # every bad row, a missing file's included, named at once (issue 44)
         read_manifest(manifest, require_files=True)
@@ -104,6 +105,11 @@ def add(ctx: click.Context, domain: str | None, paths: tuple[Path, ...], manifes
         assert domain is not None
         report = add_paths(engine, domain, list(paths), allow_duplicate=allow_duplicate)
     found = report.added or report.unchanged or report.duplicates or report.changed  # skipped ones are not in it
+    outside = outside_every_root(engine, report.added)
+    if outside:  # stored absolute: a copy or a move of the project would still read them here (issue 41)
+        report.warnings.append(f"{len(outside)} video(s) lie outside the project folder and every media root "
+                               f"(e.g. {outside[0]}): stored by absolute path; `playlisteval media-root set NAME "
+                               "FOLDER` stores them under a name that one command re-points")
     if as_json:
         emit_json(report.as_dict())
     else:

@@ -74,6 +74,9 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
                                 'frozen copy.'),
     'check': (('trust',), 'Re-read every video the benchmark uses (size, SHA-256) and report the missing or '
                           'changed ones.'),
+    'media-root': (('media_roots',), 'Folders outside the project that videos are stored under by name, so that '
+                                     'moving the media (or opening a copy of the project where they are mounted '
+                                     'elsewhere) is one command.'),
     'describe': (('domains',), "Set DOMAIN's DESCRIPTION (what its playlists cover), or list every domain's "
                                'when none is given.'),
     'view': (('view',), 'Browse the store in a web browser until stopped (Ctrl-C): the leaderboard with '

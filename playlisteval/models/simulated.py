@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.store import counts
 from playlisteval.store.engine import read_core
+from playlisteval.store.media_paths import MediaPath
 
 SIM = "sim"
 #: a synthetic video's facts sit beside it as <stem>.world.json (`synth` writes them, the sim reads them)
@@ -28,7 +29,7 @@ NOTE = ("SIMULATED: made by the offline `sim` provider on synthetic playlists; t
 _USABLE = ("new", "indexed")  # skipped, duplicate and failed videos are never used
 # SQL text, not the ORM: `status` asks is_simulated and loads no table class (issue 26)
 _USABLE_PATHS = text("SELECT path FROM video WHERE status IN :usable ORDER BY path").bindparams(
-    bindparam("usable", expanding=True))
+    bindparam("usable", expanding=True)).columns(path=MediaPath)  # read as file paths (issue 41)
 _JUDGES = text("SELECT DISTINCT judge FROM judge_run")
 
 

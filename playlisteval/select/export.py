@@ -58,7 +58,8 @@ class ExportReport:
 def collection_root(engine: Engine) -> Path:
     """The collection's root folder: where its manifests lie, or the folder above the playlist folders
     it was added from — so a video's relative path is the manifest's own path for it, or at least
-    "playlist/file" — and in any case a folder holding every usable video (paths are stored absolute)."""
+    "playlist/file" — and in any case a folder holding every usable video. Paths are read as this project's
+    file paths (store/media_paths.py), so a copy of the project exports the same relative paths."""
     with transaction(engine) as s:
         rows = s.exec(select(Video.path, Playlist.source).join(Playlist, col(Playlist.id) == col(Video.playlist_id))
                       .where(col(Video.status).in_(("new", "indexed")))).all()

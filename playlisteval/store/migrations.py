@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from playlisteval.store.counts import install as install_store_counts
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
+from playlisteval.store.media_paths import relative_inside_project
 from playlisteval.store.spend_totals import install as install_spend_totals
 
 Migration = Callable[[Connection], None]
@@ -164,6 +165,9 @@ MIGRATIONS: list[tuple[str, Migration]] = [
         ("latency_p50_ms", "DOUBLE PRECISION", "0"), ("latency_p95_ms", "DOUBLE PRECISION", "0")])),
     # when a benchmark's questions were last drawn: a re-select names items accepted since (issue 22)
     ("2300_benchmark_drawn_at", add_column("benchmark", "drawn_at", "DOUBLE PRECISION", "0")),
+    # relocatable projects (issue 41): named media roots; paths inside the project stored relative to it
+    ("4130_media_root", create_tables("media_root")),
+    ("4131_media_paths_relative", relative_inside_project),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

@@ -13,6 +13,8 @@ from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConst
 from sqlmodel import Field, SQLModel
 from sqlmodel.main import SQLModelConfig
 
+from playlisteval.store.media_paths import MediaPath
+
 
 def now() -> float:
     return time.time()
@@ -51,14 +53,17 @@ class Playlist(StoreTable, table=True):
     id: int | None = Field(default=None, primary_key=True)
     domain_id: int = Field(foreign_key="domain.id", index=True)
     name: str
-    source: str | None = None
+    # the folder or manifest it was added from; stored portable like a video's path (store/media_paths.py)
+    source: str | None = Field(default=None, sa_column=Column(MediaPath, nullable=True))
 
 
 class Video(StoreTable, table=True):
     __table_args__ = (UniqueConstraint("playlist_id", "path"),)
     id: int | None = Field(default=None, primary_key=True)
     playlist_id: int = Field(foreign_key="playlist.id", index=True)
-    path: str
+    # relative to the project, "@ROOT/…" under a named media root, or absolute; read back as a file path
+    # (store/media_paths.py: the one place a stored path is resolved; issue 41)
+    path: str = Field(sa_column=Column(MediaPath, nullable=False))
     title: str
     position: int = 0
     url: str | None = None
@@ -67,7 +72,7 @@ class Video(StoreTable, table=True):
     codec: str | None = None
     width: int | None = None
     height: int | None = None
-    captions_path: str | None = None
+    captions_path: str | None = Field(default=None, sa_column=Column(MediaPath, nullable=True))
     # new → indexed; or skipped (missing/corrupt/silent…) / duplicate (SPEC A7), with the reason
     status: str = Field(default="new", index=True)
     reason: str | None = None
@@ -658,3 +663,13 @@ class BenchmarkVersion(StoreTable, table=True):
     reason: str = "select"  # select / remove / index (a changed video)
     created_at: float = Field(default_factory=now)
     snapshot: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))  # frozen when superseded
+
+
+class MediaRoot(StoreTable, table=True):
+    """A named folder outside the project that media paths are stored under ("@NAME/…", issue 41): moving
+    the media is re-pointing the root (`playlisteval media-root set NAME FOLDER`), not rewriting every path."""
+
+    __tablename__ = "media_root"
+    name: str = Field(primary_key=True)
+    path: str  # absolute, as set on this store's machine
+    set_at: float = Field(default_factory=now)

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from playlisteval.errors import MediaError
 from playlisteval.logs import get_logger
 from playlisteval.media.kept import KeptFrames, kept_root
+from playlisteval.store.media_paths import MediaPath
 
 log = get_logger(__name__)
 FRAME_BOX = (640, 360)  # a decoded frame fits inside this
@@ -42,7 +43,8 @@ class StoredVideo:
 def stored_video(engine: Engine, video_id: int) -> StoredVideo | None:
     """The store's video ``video_id`` when its file is there (a regular file, not a folder or device)."""
     with engine.connect() as conn:
-        row = conn.execute(text("SELECT id, path, title, duration, codec FROM video WHERE id = :v"),
+        row = conn.execute(text("SELECT id, path, title, duration, codec FROM video WHERE id = :v")
+                           .columns(path=MediaPath),
                            {"v": video_id}).first()
     if row is None:
         return None
