@@ -56,9 +56,10 @@ def test_not_checked_then_the_problems_then_a_clean_check(selected: Path, tmp_pa
     engine = open_store(settings)
     with engine.begin() as c:
         videos = c.execute(text("SELECT id, path FROM video")).all()
-        for video_id, path in videos:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_bytes(f"video {video_id}".encode())
+        for video_id, stored in videos:
+            path = settings.root / stored  # stored relative to the project when inside it (issue 41)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(f"video {video_id}".encode())
             c.execute(text("UPDATE video SET sha256 = :h WHERE id = :i"),
                       {"h": hashlib.sha256(f"video {video_id}".encode()).hexdigest(), "i": video_id})
     got = json.loads(cli(settings, "check", "--json").output.strip().splitlines()[-1])

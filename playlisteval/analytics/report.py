@@ -286,11 +286,11 @@ def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | No
                                   build_sections(an, settings, bench, progress))
         if cache_key:
             section_cache.save(an, cache_key, kept)
-    from playlisteval.benchmark import check_record  # issue 41: the last `check`, read now (never cached)
+    from playlisteval.analytics.check_record_section import report_section  # issue 41: read now, never cached
 
     benchmark_name = kept.benchmark
     sections = _with_extra(kept.sections, settings,
-                           [*extra, lambda _: check_record.report_section(an.engine, benchmark_name)])
+                           [*extra, lambda _: report_section(an.engine, benchmark_name)])
     prov = provenance_of(an.engine, settings, kept.benchmark, generated=True)  # issue 22: after the cache
     page = render(sections, title=settings.project.name, benchmark=kept.benchmark, simulated=kept.simulated,
                   intervals=settings_interval_label(settings), provenance=prov)

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from playlisteval.store.engine import read_core, transaction
 
 NOT_CHECKED = "not checked: `playlisteval check` re-reads its videos and records what it finds"
-_COUNTS = ("videos", "ok", "missing", "changed", "unverifiable")
+COUNTS = ("videos", "ok", "missing", "changed", "unverifiable")
 
 
 def _key(benchmark_id: int) -> str:
@@ -31,7 +31,7 @@ def _key(benchmark_id: int) -> str:
 
 def record(engine: Engine, benchmark_id: int, got: dict[str, Any], at: float | None = None) -> dict[str, Any]:
     """Keep ``check_benchmark``'s result (benchmark/health.py) as the benchmark's last check; returns what was kept."""
-    kept: dict[str, Any] = {k: int(got[k]) for k in _COUNTS}
+    kept: dict[str, Any] = {k: int(got[k]) for k in COUNTS}
     kept.update(checked_at=time.time() if at is None else at, affected_pairs=sorted(got["affected_pairs"]),
                 affected_domains=sorted(got["affected_domains"]))
     from playlisteval.store.tables import KeyValue  # the ORM only where a check is written (`check`)
@@ -68,31 +68,3 @@ def card_section(engine: Engine, benchmark_id: int) -> str:
     fact about the collection now, so a frozen version's card gets today's)."""
     kept = last(engine, benchmark_id)
     return f"## Videos checked\n\n{said(kept)[0].upper()}{said(kept)[1:]}.\n"
-
-
-def report_section(engine: Engine, benchmark: str | None) -> Any:
-    """The report's section (an analytics ``Section``): each benchmark shown (the named one, or every one) with
-    its last check, or "not checked". Read from the store at each report, never cached: a check changes no
-    table the report's cache watches."""
-    from playlisteval.analytics.tabular import DisplayTable, Section
-
-    with read_core(engine) as c:
-        benches = [tuple(r) for r in c.execute(text("SELECT id, name FROM benchmark ORDER BY name")).all()
-                   if benchmark is None or r[1] == benchmark]
-    table = DisplayTable(headers=["Benchmark", "Last check", "Videos", "As indexed", "Missing", "Changed",
-                                  "Unverifiable", "Pairs affected"], rows=[],
-                         numeric=[False, False, True, True, True, True, True, False])
-    for bench_id, name in benches:
-        kept = last(engine, int(bench_id or 0))
-        if kept is None:
-            table.rows.append([str(name), "not checked", *("—" for _ in range(6))])
-            continue
-        pairs = kept["affected_pairs"]
-        shown = f"{len(pairs)}" + (f" (pairs {', '.join(map(str, pairs[:20]))}{' …' if len(pairs) > 20 else ''})"
-                                   if pairs else "")
-        table.rows.append([str(name), when(kept), *(str(kept[k]) for k in _COUNTS), shown])
-    return Section("check", "Videos checked",
-                   "Whether every video the benchmark uses was still there and unchanged (size and SHA-256 against "
-                   "what was indexed) when `playlisteval check` last re-read them; a pair is affected when its "
-                   "question cites a missing, changed or unverifiable video. Run `playlisteval check` to check "
-                   "again.", tables=[("", table)])

@@ -54,7 +54,9 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
                             'passed and rejected, the top reasons for rejecting, and checker faults '
                             "(the gate's own model gave no usable reply: nothing was decided and the "
                             'step was tried again); items per state; the most attempts any seed used '
-                            'per phase; attempts and cost per accepted question. An unreadable '
+                            "per phase; the fps the video gates' clips got beside the SPEC's (frames sent per "
+                            'second covered, or the rate a video file was sampled at); attempts and cost per '
+                            'accepted question. An unreadable '
                             "generator reply counts against its phase's structural gate (C1, D2)."),
     'models': (('models',), 'Inspect the models each role uses.'),
     'cost': (('models',), 'Money: what a build is expected to cost.'),
