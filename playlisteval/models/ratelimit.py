@@ -29,12 +29,16 @@ from typing import Any, Protocol
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError
 from playlisteval.logs import get_logger
+from playlisteval.models.adaptive import AdaptiveLimit, outcome_error
 from playlisteval.models.request import Usage
 
 log = get_logger(__name__)
 
 _POLL_S = 0.05
 DEFAULT_SLOT_TTL_S = 10.0
+#: providers that run here (a CPU or GPU model, the sim world): their concurrency is their own threads', not
+#: a remote service's to be found by calling it (models/adaptive.py)
+LOCAL_PROVIDERS = frozenset({"sim", "llama", "hf", "shortcut"})
 
 # The server's clock, so that workers on machines whose clocks disagree still agree on expiry.
 _NOW_MS = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
@@ -81,6 +85,25 @@ def make_backend(broker_url: str) -> Any:
     from dramatiq.rate_limits.backends import StubBackend
 
     return StubBackend()
+
+
+def is_adaptive(settings: Settings, provider: str) -> bool:
+    """Whether calls to ``provider`` go through an adaptive limit (a remote provider, ``[runner] adaptive``)."""
+    return settings.runner.adaptive and provider not in LOCAL_PROVIDERS
+
+
+def ceiling_of(settings: Settings, provider: str) -> int:
+    """The most calls ``provider`` may have in flight: ``[rate_limits.X] concurrent`` when set (a configured
+    limit is a ceiling), else ``[runner] concurrency_max``."""
+    configured = settings.rate_limits.get(provider, {}).get("concurrent")
+    return int(configured) if configured else int(settings.runner.concurrency_max)
+
+
+def call_threads(settings: Settings, spec: str) -> int:
+    """Threads enough to keep ``spec``'s provider at its ceiling, so that no fixed pool caps what the
+    adaptive limit finds; 1 for a local provider or a shortcut (their concurrency is set elsewhere)."""
+    provider = spec.split("/", 1)[0]
+    return ceiling_of(settings, provider) if is_adaptive(settings, provider) and "/" in spec else 1
 
 
 class Slots(Protocol):
@@ -164,6 +187,8 @@ class _Heartbeat:
 class RateLimits:
     def __init__(self, settings: Settings, backend: Any | None = None, *, owner: str = "") -> None:
         self._limits = settings.rate_limits
+        self._settings, self._runner = settings, settings.runner
+        self._adaptive: dict[str, AdaptiveLimit | None] = {}
         self._url = settings.broker.url
         self._backend = backend if backend is not None else (
             make_backend(self._url) if self._limits else None
@@ -193,6 +218,19 @@ class RateLimits:
                         LocalSlots(limit, ttl))
                 self._slots[provider] = slots
             return self._slots[provider]
+
+    def _ceiling(self, provider: str) -> int:
+        return ceiling_of(self._settings, provider)
+
+    def adaptive_for(self, provider: str) -> AdaptiveLimit | None:
+        """The provider's adaptive limit (models/adaptive.py); None for a local provider or with
+        ``[runner] adaptive = false`` (then only the static limits apply)."""
+        with self._lock:
+            if provider not in self._adaptive:
+                on = is_adaptive(self._settings, provider)
+                self._adaptive[provider] = AdaptiveLimit(self._runner.concurrency_start, self._ceiling(provider)) \
+                    if on else None
+            return self._adaptive[provider]
 
     def _windows_for(self, provider: str) -> list[Any]:
         with self._lock:
@@ -244,7 +282,27 @@ class RateLimits:
 
     @contextmanager
     def slot(self, provider: str, estimate_tokens: Usage | None = None) -> Iterator[None]:
-        """Wait until every limit of ``provider`` admits one more request, hold it for the call."""
+        """Wait until every limit of ``provider`` admits one more request, hold it for the call; the
+        adaptive limit learns from how the call ended (the exception leaving the block, if any)."""
+        adaptive = self.adaptive_for(provider)
+        if adaptive is None:
+            with self._static(provider, estimate_tokens):
+                yield
+            return
+        ticket = adaptive.acquire()
+        error: BaseException | None = None
+        try:
+            with self._static(provider, estimate_tokens):
+                yield
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            adaptive.release(ticket, outcome_error(error))
+
+    @contextmanager
+    def _static(self, provider: str, estimate_tokens: Usage | None = None) -> Iterator[None]:
+        """The configured limits (``[rate_limits]``): rpm, tpm and concurrent slots."""
         if not self._limits:
             yield
             return

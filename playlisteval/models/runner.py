@@ -215,6 +215,9 @@ class Runner:
                 started = time.monotonic()
                 try:
                     with self.rate_limits.slot(provider_name, estimate_tokens=pricing.estimate_usage(request)):
+                        # the ledger's latency is the call's, not its wait for a slot: its intervals are the
+                        # calls in flight (`status --watch`, a judge run's summary: issue 43)
+                        started = time.monotonic()
                         reply = provider.complete(model_name, attempt_request, schema,
                                                   self.settings.runner.timeout_s)
                 except TransientModelError as exc:
