@@ -4,16 +4,18 @@ A provider says how much it takes only by refusing (429, 503, Retry-After). So t
 ``[runner] concurrency_start``, grows by one per answered call (doubling per round trip) up to the level a
 refusal was last seen at, halves on a refusal, and probes that level again only slowly (one step per
 ``PROBE`` × limit answers): each probe above the provider's capacity costs one refused call, and a
-refusal share under 10 % needs probes to be rare. A call that succeeds at or above the remembered level
-says the capacity grew: the memory is dropped and fast growth resumes. A Retry-After pauses new calls
-of that provider until it has passed (calls already sent go on). The limit never exceeds its ceiling:
-``[rate_limits.X] concurrent`` when set, else ``[runner] concurrency_max``.
+refusal share under 10 % needs probes to be rare. The memory fades ``FORGET_S`` after the last refusal
+(the provider may take more by then). A Retry-After pauses new calls of that provider until it has passed
+(calls already sent go on). The limit never exceeds its ceiling: ``[rate_limits.X] concurrent`` when
+set, else ``[runner] concurrency_max``.
 
-Several refusals of calls sent before the last halving are one overshoot, halved once (as TCP counts
-one loss per window): otherwise a burst of refusals would collapse the limit to 1.
+Two guards keep an overshoot to about one refused call. Calls that would go above the highest level yet
+answered are paced ``PACE_S`` apart: answers of calls sent together arrive together, and growing by one
+per answer would send a whole wave past the capacity before the first refusal (which comes back at once)
+could stop it. And refusals of calls sent before the last halving are the same overshoot, halved once
+(as TCP counts one loss per window): otherwise they would collapse the limit to 1.
 
-The state is in-process here; ``ratelimit.RedisShared`` keeps the same numbers in Redis for workers that
-share a provider across processes.
+The state is per process: each worker process finds its own share of a provider it shares.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 from playlisteval.errors import ModelError, TransientModelError
 
 PROBE = 8  # answers per limit step once at the level of the last refusal
+PACE_S = 0.05  # between calls that go above the highest level answered so far
+FORGET_S = 60.0  # a refusal this long ago no longer holds the limit below its level
 MAX_PAUSE_S = 60.0  # a Retry-After longer than this is the runner's backoff's business, not every call's
 _THROTTLED = re.compile(r"\b(429|503)\b|rate limit|overloaded|too many requests", re.I)
 
@@ -64,8 +68,11 @@ class AdaptiveLimit:
         self.ceiling = max(1, ceiling)
         self.limit = float(min(max(1, start), self.ceiling))
         self.refused_at: int | None = None  # the in-flight level of the last refusal
+        self.refused_when = 0.0
+        self.answered_at = int(self.limit)  # the highest level answered (the start is taken on trust)
         self.in_flight = 0
         self.paused_until = 0.0
+        self.probe_after = 0.0  # the next call above ``answered_at`` goes no sooner
         self.epoch = 0
         self.counts = Counts()
         self._clock = clock
@@ -77,14 +84,24 @@ class AdaptiveLimit:
     def allowed(self) -> int:
         return max(1, int(self.limit))
 
+    def _wait_s(self) -> float | None:
+        """How long the next call must wait (0: it may go now; None: until a call ends)."""
+        now = self._now()
+        if self.paused_until > now:
+            return self.paused_until - now
+        if self.in_flight >= self.allowed():
+            return None
+        if self.in_flight >= self.answered_at and self.probe_after > now:
+            return self.probe_after - now
+        return 0.0
+
     def acquire(self) -> Ticket:
         with self._cond:
-            while True:
-                wait = self.paused_until - self._now()
-                if wait <= 0 and self.in_flight < self.allowed():
-                    break
-                self._cond.wait(timeout=wait if wait > 0 else 1.0)
+            while (wait := self._wait_s()) != 0.0:
+                self._cond.wait(timeout=1.0 if wait is None else wait)
             self.in_flight += 1
+            if self.in_flight > self.answered_at:
+                self.probe_after = self._now() + PACE_S
             self.counts.sent += 1
             self.counts.peak = max(self.counts.peak, self.in_flight)
             return Ticket(self.epoch, self.in_flight)
@@ -92,32 +109,36 @@ class AdaptiveLimit:
     def release(self, ticket: Ticket, error: BaseException | None = None) -> None:
         """End a call: ``error`` None when answered; a refusal shrinks the limit, other errors change nothing."""
         with self._cond:
+            level = self.in_flight  # what the provider held when it answered, this call included
             self.in_flight -= 1
             if error is None:
                 self.counts.answered += 1
-                self._grow(ticket)
+                self.answered_at = max(self.answered_at, ticket.level)
+                self._grow()
             elif is_throttled(error):
                 self.counts.throttled += 1
-                self._shrink(ticket, getattr(error, "retry_after", None))
+                self._shrink(ticket, max(level, ticket.level), getattr(error, "retry_after", None))
             self._cond.notify_all()
 
-    def _grow(self, ticket: Ticket) -> None:
-        if self.refused_at is not None and ticket.level >= self.refused_at:
-            self.refused_at = None  # answered at a level once refused: the provider takes more now
+    def _grow(self) -> None:
+        if self.refused_at is not None and self._now() - self.refused_when > FORGET_S:
+            self.refused_at = None
         if self.refused_at is None or self.limit + 1 < self.refused_at:
             self.limit += 1.0  # below what was refused: back up quickly
         else:
             self.limit += 1.0 / (PROBE * self.limit)  # at the edge: probe rarely
         self.limit = min(self.limit, float(self.ceiling))
 
-    def _shrink(self, ticket: Ticket, retry_after: float | None) -> None:
+    def _shrink(self, ticket: Ticket, level: int, retry_after: float | None) -> None:
+        now = self._now()
         if retry_after:
-            self.paused_until = max(self.paused_until, self._now() + min(float(retry_after), MAX_PAUSE_S))
+            self.paused_until = max(self.paused_until, now + min(float(retry_after), MAX_PAUSE_S))
         if ticket.epoch != self.epoch:
             return  # sent before the last halving: the same overshoot, already paid for
         self.epoch += 1
-        self.refused_at = ticket.level
-        self.limit = max(1.0, min(self.limit, float(ticket.level)) / 2)
+        self.refused_at, self.refused_when = level, now
+        self.limit = max(1.0, min(self.limit, float(level)) / 2)
+        self.answered_at = min(self.answered_at, level - 1)
 
 
 def outcome_error(exc: BaseException | None) -> BaseException | None:
