@@ -47,6 +47,7 @@ from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
 from playlisteval.logs import get_logger
 from playlisteval.models.batch.lifecycle import Deferred
+from playlisteval.models.call_rate import CallRate, of_run
 from playlisteval.models.ratelimit import call_threads
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
@@ -75,6 +76,7 @@ class RunSummary:
     outcomes: dict[str, int] = field(default_factory=dict)
     by_domain: dict[str, float] = field(default_factory=dict)
     stopped: str = ""  # budget / quota / unavailable: why this pass stopped asking
+    calls: CallRate | None = None  # this pass's calls: in flight, calls/s, 429s (issue 43); None: no pass ran here
     error_messages: list[str] = field(default_factory=list)  # distinct, most frequent first
     finished_at: float = 0.0
 
@@ -155,6 +157,7 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
                                               for i in items}
     # questions at once: enough for the judge's provider to reach its ceiling (the adaptive limit gates them)
     threads = 1 if shortcut else call_threads(settings, judge)
+    pass_started = now()
     out = run_jobs(settings, "judge", run_id, items, payload, runner=runner, wait=wait, progress=moved,
                    payloads=bounded, threads=threads)
     if not out.waited:
@@ -170,6 +173,8 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
         log.warning("eval.stopped", run_id=run_id, judge=judge, reason=stop_reason, error=stop_error)
     summary = summarize(engine, run_id, options, judged_now=judged_now)
     summary.stopped = stop_reason
+    if not shortcut:
+        summary.calls = of_run(engine, run_id, PURPOSE, since=pass_started)
     return summary
 
 

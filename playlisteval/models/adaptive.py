@@ -31,7 +31,8 @@ PROBE = 8  # answers per limit step once at the level of the last refusal
 PACE_S = 0.05  # between calls that go above the highest level answered so far
 FORGET_S = 60.0  # a refusal this long ago no longer holds the limit below its level
 MAX_PAUSE_S = 60.0  # a Retry-After longer than this is the runner's backoff's business, not every call's
-_THROTTLED = re.compile(r"\b(429|503)\b|rate limit|overloaded|too many requests", re.I)
+#: how a refusal reads in an error's text (the ledger keeps only the text: models/call_rate.py)
+THROTTLED_TEXT = re.compile(r"\b(429|503)\b|rate limit|overloaded|too many requests", re.I)
 
 
 def is_throttled(exc: BaseException) -> bool:
@@ -39,7 +40,7 @@ def is_throttled(exc: BaseException) -> bool:
     Retry-After), as opposed to a failure of this call (timeout, 500) that says nothing about load."""
     if not isinstance(exc, TransientModelError):
         return False
-    return exc.retry_after is not None or bool(_THROTTLED.search(str(exc)))
+    return exc.retry_after is not None or bool(THROTTLED_TEXT.search(str(exc)))
 
 
 @dataclass
