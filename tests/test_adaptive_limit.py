@@ -170,3 +170,17 @@ def test_calls_grow_past_the_old_fixed_four_when_the_server_takes_more(tmp_path:
     assert served.peak > 4, served  # the old [broker]/[eval] 4 threads would have stopped at 4
     assert served.refused_share <= 0.10, served
     assert took < 3 * server.min_time_s(60) + 1.0  # 4 at a time would take 15 waves (3 s); 12: 5 waves (1 s)
+
+
+def test_the_ledgers_intervals_give_calls_in_flight_rate_and_429s() -> None:
+    from playlisteval.models.call_rate import rate_of
+
+    rows = [("ok", None, 2.0, 102.0), ("ok", None, 2.0, 102.5), ("ok", None, 1.0, 103.0),
+            ("error", "openai: Error code: 429 - at most 2 at once", 0.01, 101.01),
+            ("error", "openai: Error code: 500 - upstream", 0.5, 103.0)]
+    rate = rate_of(rows, open_rows=3)
+    assert (rate.tries, rate.refused, rate.peak, rate.open) == (5, 1, 3, 3)
+    assert rate.span_s == pytest.approx(3.0) and rate.per_s == pytest.approx(5 / 3)
+    assert "1 refused 429/503" in rate.line()
+    window = rate_of(rows, (102.0, 104.0))  # the last seconds only: what ended before them is left out
+    assert window.tries == 4 and window.span_s == pytest.approx(2.0)
