@@ -15,8 +15,8 @@ import pytest
 from bench.capacity_server import CapacityServer
 from playlisteval.errors import PermanentModelError, TransientModelError
 from playlisteval.eval.parallel import map_ordered
-from playlisteval.models.adaptive import FORGET_S, PACE_S, PROBE, AdaptiveLimit, is_throttled
-from playlisteval.models.ratelimit import RateLimits, call_threads
+from playlisteval.models.adaptive import FORGET_S, PACE_S, PROBE, AdaptiveLimit, call_threads, is_throttled
+from playlisteval.models.ratelimit import RateLimits
 from playlisteval.models.request import ModelRequest, TextPart
 from playlisteval.models.runner import Runner
 from playlisteval.store import open_store
@@ -184,3 +184,23 @@ def test_the_ledgers_intervals_give_calls_in_flight_rate_and_429s() -> None:
     assert "1 refused 429/503" in rate.line()
     window = rate_of(rows, (102.0, 104.0))  # the last seconds only: what ended before them is left out
     assert window.tries == 4 and window.span_s == pytest.approx(2.0)
+
+
+def test_workers_on_one_redis_share_the_limit_and_the_calls_in_flight(redis_url: str) -> None:
+    import redis
+
+    from playlisteval.models.adaptive_redis import RedisAdaptive
+
+    client = redis.Redis.from_url(redis_url)
+    one, two = (RedisAdaptive(client, "openai", start=4, ceiling=8, ttl_s=5, owner=w) for w in ("w1", "w2"))
+    held = [one.acquire() for _ in range(2)] + [two.acquire() for _ in range(2)]
+    assert one.holders() == 4 and [t.level for t in held] == [1, 2, 3, 4]
+    blocked = threading.Event()
+    threading.Thread(target=lambda: (two.acquire(), blocked.set()), daemon=True).start()
+    assert not blocked.wait(0.3)  # four in flight across both workers: the fifth waits
+    two.release(held.pop(), REFUSED)  # a refusal seen by one worker halves the limit of both
+    assert one.allowed() == 2
+    for ticket in held:
+        one.release(ticket)
+    assert blocked.wait(2) and one.holders() == 1
+    assert one.allowed() == 3  # back up quickly below the refused level (4), learnt from either worker

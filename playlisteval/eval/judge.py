@@ -46,9 +46,9 @@ from playlisteval.eval.runs import record as record_results
 from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
 from playlisteval.logs import get_logger
+from playlisteval.models.adaptive import call_threads
 from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.models.call_rate import CallRate, of_run
-from playlisteval.models.ratelimit import call_threads
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
 from playlisteval.models.runner import Runner

@@ -15,7 +15,8 @@ per answer would send a whole wave past the capacity before the first refusal (w
 could stop it. And refusals of calls sent before the last halving are the same overshoot, halved once
 (as TCP counts one loss per window): otherwise they would collapse the limit to 1.
 
-The state is per process: each worker process finds its own share of a provider it shares.
+The state here is per process; with a Redis broker, models/adaptive_redis.py keeps the same state in Redis,
+shared by every worker process that calls the provider.
 """
 
 from __future__ import annotations
@@ -25,12 +26,16 @@ import threading
 import time
 from dataclasses import dataclass
 
+from playlisteval.config import Settings
 from playlisteval.errors import ModelError, TransientModelError
 
 PROBE = 8  # answers per limit step once at the level of the last refusal
 PACE_S = 0.05  # between calls that go above the highest level answered so far
 FORGET_S = 60.0  # a refusal this long ago no longer holds the limit below its level
 MAX_PAUSE_S = 60.0  # a Retry-After longer than this is the runner's backoff's business, not every call's
+#: providers that run here (a CPU or GPU model, the sim world): their concurrency is their own threads', not
+#: a remote service's to be found by calling it (models/adaptive.py)
+LOCAL_PROVIDERS = frozenset({"sim", "llama", "hf", "shortcut"})
 #: how a refusal reads in an error's text (the ledger keeps only the text: models/call_rate.py)
 THROTTLED_TEXT = re.compile(r"\b(429|503)\b|rate limit|overloaded|too many requests", re.I)
 
@@ -49,6 +54,7 @@ class Ticket:
 
     epoch: int
     level: int
+    token: str = ""  # its place in Redis's set of calls in flight (models/adaptive_redis.py)
 
 
 @dataclass
@@ -145,3 +151,22 @@ class AdaptiveLimit:
 def outcome_error(exc: BaseException | None) -> BaseException | None:
     """The error a limit learns from: model errors only (a bug or Ctrl-C in between says nothing)."""
     return exc if isinstance(exc, ModelError) else None
+
+
+def is_adaptive(settings: Settings, provider: str) -> bool:
+    """Whether calls to ``provider`` go through an adaptive limit (a remote provider, ``[runner] adaptive``)."""
+    return settings.runner.adaptive and provider not in LOCAL_PROVIDERS
+
+
+def ceiling_of(settings: Settings, provider: str) -> int:
+    """The most calls ``provider`` may have in flight: ``[rate_limits.X] concurrent`` when set (a configured
+    limit is a ceiling), else ``[runner] concurrency_max``."""
+    configured = settings.rate_limits.get(provider, {}).get("concurrent")
+    return int(configured) if configured else int(settings.runner.concurrency_max)
+
+
+def call_threads(settings: Settings, spec: str) -> int:
+    """Threads enough to keep ``spec``'s provider at its ceiling, so that no fixed pool caps what the
+    adaptive limit finds; 1 for a local provider or a shortcut (their concurrency is set elsewhere)."""
+    provider = spec.split("/", 1)[0]
+    return ceiling_of(settings, provider) if is_adaptive(settings, provider) and "/" in spec else 1

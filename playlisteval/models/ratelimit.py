@@ -29,16 +29,13 @@ from typing import Any, Protocol
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError
 from playlisteval.logs import get_logger
-from playlisteval.models.adaptive import AdaptiveLimit, outcome_error
+from playlisteval.models.adaptive import AdaptiveLimit, ceiling_of, is_adaptive, outcome_error
 from playlisteval.models.request import Usage
 
 log = get_logger(__name__)
 
 _POLL_S = 0.05
 DEFAULT_SLOT_TTL_S = 10.0
-#: providers that run here (a CPU or GPU model, the sim world): their concurrency is their own threads', not
-#: a remote service's to be found by calling it (models/adaptive.py)
-LOCAL_PROVIDERS = frozenset({"sim", "llama", "hf", "shortcut"})
 
 # The server's clock, so that workers on machines whose clocks disagree still agree on expiry.
 _NOW_MS = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
@@ -85,25 +82,6 @@ def make_backend(broker_url: str) -> Any:
     from dramatiq.rate_limits.backends import StubBackend
 
     return StubBackend()
-
-
-def is_adaptive(settings: Settings, provider: str) -> bool:
-    """Whether calls to ``provider`` go through an adaptive limit (a remote provider, ``[runner] adaptive``)."""
-    return settings.runner.adaptive and provider not in LOCAL_PROVIDERS
-
-
-def ceiling_of(settings: Settings, provider: str) -> int:
-    """The most calls ``provider`` may have in flight: ``[rate_limits.X] concurrent`` when set (a configured
-    limit is a ceiling), else ``[runner] concurrency_max``."""
-    configured = settings.rate_limits.get(provider, {}).get("concurrent")
-    return int(configured) if configured else int(settings.runner.concurrency_max)
-
-
-def call_threads(settings: Settings, spec: str) -> int:
-    """Threads enough to keep ``spec``'s provider at its ceiling, so that no fixed pool caps what the
-    adaptive limit finds; 1 for a local provider or a shortcut (their concurrency is set elsewhere)."""
-    provider = spec.split("/", 1)[0]
-    return ceiling_of(settings, provider) if is_adaptive(settings, provider) and "/" in spec else 1
 
 
 class Slots(Protocol):
@@ -188,7 +166,7 @@ class RateLimits:
     def __init__(self, settings: Settings, backend: Any | None = None, *, owner: str = "") -> None:
         self._limits = settings.rate_limits
         self._settings, self._runner = settings, settings.runner
-        self._adaptive: dict[str, AdaptiveLimit | None] = {}
+        self._adaptive: dict[str, Any] = {}
         self._url = settings.broker.url
         self._backend = backend if backend is not None else (
             make_backend(self._url) if self._limits else None
@@ -222,14 +200,23 @@ class RateLimits:
     def _ceiling(self, provider: str) -> int:
         return ceiling_of(self._settings, provider)
 
-    def adaptive_for(self, provider: str) -> AdaptiveLimit | None:
-        """The provider's adaptive limit (models/adaptive.py); None for a local provider or with
-        ``[runner] adaptive = false`` (then only the static limits apply)."""
+    def adaptive_for(self, provider: str) -> Any:
+        """The provider's adaptive limit (models/adaptive.py), in Redis when the broker is Redis (shared by
+        every worker: models/adaptive_redis.py); None for a local provider or with ``[runner] adaptive =
+        false`` (then only the static limits apply)."""
         with self._lock:
             if provider not in self._adaptive:
-                on = is_adaptive(self._settings, provider)
-                self._adaptive[provider] = AdaptiveLimit(self._runner.concurrency_start, self._ceiling(provider)) \
-                    if on else None
+                limit: Any = None
+                if is_adaptive(self._settings, provider):
+                    start, ceiling = self._runner.concurrency_start, self._ceiling(provider)
+                    if is_redis_url(self._url):
+                        from playlisteval.models.adaptive_redis import RedisAdaptive
+
+                        ttl = float(self._limits.get(provider, {}).get("slot_ttl_s", DEFAULT_SLOT_TTL_S))
+                        limit = RedisAdaptive(self._redis(), provider, start, ceiling, ttl, self._owner)
+                    else:
+                        limit = AdaptiveLimit(start, ceiling)
+                self._adaptive[provider] = limit
             return self._adaptive[provider]
 
     def _windows_for(self, provider: str) -> list[Any]:
@@ -289,7 +276,11 @@ class RateLimits:
             with self._static(provider, estimate_tokens):
                 yield
             return
-        ticket = adaptive.acquire()
+        try:
+            ticket = adaptive.acquire()
+        except _redis_error() as exc:
+            raise InfrastructureError(f"adaptive limit of {provider!r}: Redis unavailable: {exc}") from exc
+        beat = _Heartbeat(adaptive, ticket.token, max(0.05, adaptive.ttl_ms / 3000)) if ticket.token else None
         error: BaseException | None = None
         try:
             with self._static(provider, estimate_tokens):
@@ -298,7 +289,12 @@ class RateLimits:
             error = exc
             raise
         finally:
-            adaptive.release(ticket, outcome_error(error))
+            if beat is not None:
+                beat.stop()
+            try:
+                adaptive.release(ticket, outcome_error(error))
+            except _redis_error() as exc:  # its place expires a ttl later; the limit learns from the next call
+                log.warning("ratelimit.adaptive_release_failed", provider=provider, error=str(exc))
 
     @contextmanager
     def _static(self, provider: str, estimate_tokens: Usage | None = None) -> Iterator[None]:
