@@ -22,8 +22,8 @@ from playlisteval.store import open_store
 from tests.eval_helpers import indexed_seeded_store
 from tests.helpers import QUIET_SIM, env_for, project
 
-OVERRIDES = dict(eval__evidence="oracle", eval__scope="oracle", eval__modality="transcript", eval__materialize_frames=False,
-                 select__difficulty_evidence="oracle", select__questions_per_domain=0,
+OVERRIDES = dict(eval__evidence="oracle", eval__scope="oracle", eval__modality="transcript",
+                 eval__materialize_frames=False, select__difficulty_evidence="oracle", select__questions_per_domain=0,
                  select__pairs_per_domain=40, runner__backoff_base_s=0.05, **QUIET_SIM)
 JUDGE = "openai/capacity"
 
@@ -74,11 +74,16 @@ def test_a_judge_run_goes_past_four_calls_at_once_and_reports_its_rate(fresh: Pa
 
 
 def test_a_small_server_is_not_flooded(fresh: Path) -> None:
-    with CapacityServer(capacity=2, latency_s=0.2) as server:
+    with CapacityServer(capacity=4, latency_s=0.2) as server:
         env = env_for(**OVERRIDES, providers__openai_base_url=server.url)
         out = CliRunner().invoke(main, ["--project", str(fresh), "eval", "judge", "--judge", JUDGE],
                                  env=env, catch_exceptions=False)
         served = server.served()
     assert out.exit_code == exitcodes.DONE, out.output
-    assert served.peak == 2 and served.refused_share <= 0.10, served
+    assert served.peak == 4 and served.refused_share <= 0.10, served
     assert "refused 429/503" in out.output  # the summary's calls line
+    watched = CliRunner().invoke(main, ["--project", str(fresh), "status", "--watch"], env=env,
+                                 catch_exceptions=False)  # nothing is being built: one frame, then it returns
+    assert watched.exit_code == 0, watched.output
+    for row in ("calls open now", "calls in flight, last 10 s", "calls/s, last 10 s", "429/503 refusals, last 10 s"):
+        assert row in watched.output

@@ -256,9 +256,10 @@ def _status_table(st: Any, spends: Any = None, projection: Any = None, calls: An
     if st.interrupted_usd:
         table.add_row("calls cut short (cost unknown, est.)", f"{st.interrupted_usd:.4f}")
     if calls is not None:  # `--watch`: every worker's calls, from the ledger (models/call_rate.py)
-        table.add_row("calls in flight now (sent or waiting for a slot)", str(calls.open))
-        table.add_row("calls, last 10 s: per s / in flight (mean, peak) / 429s",
-                      f"{calls.per_s:.1f} / {calls.mean_in_flight:.1f}, {calls.peak} / {calls.refused}")
+        table.add_row("calls open now (sent or waiting for a slot)", str(calls.open))
+        table.add_row("calls in flight, last 10 s (mean, peak)", f"{calls.mean_in_flight:.1f}, {calls.peak}")
+        table.add_row("calls/s, last 10 s", f"{calls.per_s:.1f}")
+        table.add_row("429/503 refusals, last 10 s", f"{calls.refused} of {calls.tries}")
     if st.paused:
         table.add_row("[yellow]paused[/]", st.paused)
     if spends is not None:

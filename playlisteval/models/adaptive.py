@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from playlisteval.config import Settings
 from playlisteval.errors import ModelError, TransientModelError
 
-PROBE = 8  # answers per limit step once at the level of the last refusal
+PROBE = 16  # answers per limit step once at the level of the last refusal
 PACE_S = 0.05  # between calls that go above the highest level answered so far
 FORGET_S = 60.0  # a refusal this long ago no longer holds the limit below its level
 MAX_PAUSE_S = 60.0  # a Retry-After longer than this is the runner's backoff's business, not every call's
@@ -116,7 +116,7 @@ class AdaptiveLimit:
     def release(self, ticket: Ticket, error: BaseException | None = None) -> None:
         """End a call: ``error`` None when answered; a refusal shrinks the limit, other errors change nothing."""
         with self._cond:
-            level = self.in_flight  # what the provider held when it answered, this call included
+            level = self.in_flight  # this call included
             self.in_flight -= 1
             if error is None:
                 self.counts.answered += 1
@@ -124,7 +124,9 @@ class AdaptiveLimit:
                 self._grow()
             elif is_throttled(error):
                 self.counts.throttled += 1
-                self._shrink(ticket, max(level, ticket.level), getattr(error, "retry_after", None))
+                # the fewer of the calls in flight when it was sent and when it was refused: both count calls
+                # the provider had already let go of, so the smaller is the nearer to what it held
+                self._shrink(ticket, min(level, ticket.level), getattr(error, "retry_after", None))
             self._cond.notify_all()
 
     def _grow(self) -> None:

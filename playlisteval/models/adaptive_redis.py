@@ -69,7 +69,7 @@ elseif outcome == 1 then
   local retry = tonumber(ARGV[5])
   if retry > 0 then paused = math.max(paused, now + retry) end
   if t_epoch == epoch then
-    local lvl = math.max(level, t_level)
+    local lvl = math.min(level, t_level)
     epoch = epoch + 1
     refused_at, refused_when = lvl, now
     limit = math.max(1, math.min(limit, lvl) / 2)
