@@ -65,6 +65,7 @@ bench: system venv
 	$(BIN)/python -m bench index-hours
 	$(BIN)/python -m bench evidence
 	$(BIN)/python -m bench science
+	$(BIN)/python -m bench capacity
 
 # rewrite constraints.txt from the current virtualenv (after a deliberate upgrade)
 lock: venv

@@ -33,6 +33,10 @@
                                           truth: coverage of every interval, size and power of the tests (Holm
                                           over 17 judges), beside the naive methods (bench/science.py)
 
+    python -m bench capacity [options]    `eval judge` over the demo against a local OpenAI-compatible server that
+                                          takes 16 calls at once (2 s each, 429 above): calls/s as a share of its
+                                          capacity, 429 share, beside the old fixed 4 threads (bench/capacity.py)
+
 ``python -m bench NAME --help`` lists each one's options.
 """
 import sys
@@ -42,7 +46,8 @@ MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "
            "batch": "bench.batch_cost", "speech": "bench.speech", "steps": "bench.steps_speed",
            "commands": "bench.commands_speed", "pipeline": "bench.pipeline_speed",
            "index-command": "bench.index_command", "index-hours": "bench.index_hours",
-           "evidence": "bench.evidence_cold", "science": "bench.science"}
+           "evidence": "bench.evidence_cold", "science": "bench.science",
+           "capacity": "bench.capacity"}
 
 args = sys.argv[1:]
 name = args.pop(0) if args and args[0] in MODULES else "index"  # no name (or only options): the index benchmark

@@ -72,7 +72,9 @@ def test_a_judge_whose_key_is_refused_stops_the_run_after_n_tries(selected: Path
     api.queue(CHAT, *[fail(401, "Incorrect API key provided", "invalid_api_key") for _ in range(pairs)])
     result = _run(settings, env, "eval", "judge", "--judge", JUDGE)
     assert result.exit_code == exitcodes.INCOMPLETE, result.output
-    assert len(api.requests(CHAT)) == 3  # not one try per pair
+    # not one try per pair: the tries sent together at the start (issue 43: [runner] concurrency_start of them go
+    # at once) may all fail, then no further try is sent
+    assert 3 <= len(api.requests(CHAT)) <= 3 + settings.runner.concurrency_start - 1
     said = " ".join(result.output.split())  # the terminal's line breaks aside
     assert "3 tries in a row failed the same way (auth 401)" in said
     assert "stopped asking: the provider is not available" in said and "Incorrect API key" in said
@@ -89,9 +91,11 @@ def test_a_refused_connection_stops_the_run_early(selected: Path, tmp_path: Path
     assert result.exit_code == exitcodes.INCOMPLETE, result.output
     assert "4 tries in a row failed the same way (connection)" in " ".join(result.output.split())
     engine = open_store(settings)
-    tried = rows(engine, "SELECT COUNT(*) FROM model_call WHERE status = 'error'")[0][0]
-    assert tried == 4  # one call's first four tries, then the pass stopped
-    assert STREAK.count("openai") == 4
+    tried = rows(engine, "SELECT COUNT(*) FROM model_call WHERE status = 'error' AND error NOT LIKE 'not sent:%'")[0][0]
+    # four tries, plus those already in flight with them (issue 43: up to [runner] concurrency_start go at once),
+    # then the pass stopped; a try that waited for a slot meanwhile is not sent
+    assert 4 <= tried <= 4 + settings.runner.concurrency_start - 1
+    assert STREAK.count("openai") == tried
 
 
 # -- Ctrl-C, a broker or a store that cannot be reached ---------------------------------------------------

@@ -110,9 +110,10 @@ def fans_out(settings: Settings, runner: Runner | None = None) -> bool:
 
 def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int], payload: dict[str, Any], *,
              runner: Runner | None = None, wait: bool = True, progress: Progress | None = None,
-             payloads: Mapping[int, dict[str, Any]] | None = None) -> Outcome:
+             payloads: Mapping[int, dict[str, Any]] | None = None, threads: int | None = None) -> Outcome:
     """Run one job per item of ``item_ids`` (see the module's docstring); raise what a failed job raised.
-    ``payloads``: what a job carries beyond ``payload``, by item (a block's questions)."""
+    ``payloads``: what a job carries beyond ``payload``, by item (a block's questions). ``threads``: the
+    in-process worker threads when more than ``[eval] workers`` (a remote judge's ceiling, issue 43)."""
     engine = open_store(settings)
     pass_id = jobs.new_pass()
     ids = jobs.prepare(engine, kind, run_id, item_ids, pass_id, payload, payloads)
@@ -121,7 +122,8 @@ def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int]
     if not fans_out(settings, runner):
         stub = StubBroker()
         app = App(settings, engine=engine, runner=runner, broker=stub)
-        worker = dramatiq.Worker(app.broker, worker_threads=settings.eval.workers, worker_timeout=100)
+        worker = dramatiq.Worker(app.broker, worker_threads=max(settings.eval.workers, threads or 0),
+                                 worker_timeout=100)
         worker.start()
         try:
             for job_id in ids:

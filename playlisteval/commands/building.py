@@ -211,11 +211,14 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
     settings = settings_of(ctx)
     st = read_status(settings)
     if watch and not as_json:
-        with Live(_status_table(st), console=console, refresh_per_second=2) as live:
+        from playlisteval.models.call_rate import recent
+
+        watched = open_store(settings)  # calls in flight, calls/s and 429s over the last seconds (issue 43)
+        with Live(_status_table(st, calls=recent(watched)), console=console, refresh_per_second=2) as live:
             while any(st.states.get(s.value, 0) for s in WORKING) and not st.paused:
                 time.sleep(1.0)
                 st = read_status(settings)
-                live.update(_status_table(st))
+                live.update(_status_table(st, calls=recent(watched)))
         return
     engine = open_store(settings)
     spends, projection = spend_by_purpose(settings, engine), project_build(settings, engine)
@@ -233,7 +236,7 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
         console.print(f"  [cyan]hint[/] {hint}", highlight=False)
 
 
-def _status_table(st: Any, spends: Any = None, projection: Any = None) -> Table:
+def _status_table(st: Any, spends: Any = None, projection: Any = None, calls: Any = None) -> Table:
     simulated = " — SIMULATED (sim world)" if st.simulated else ""
     table = Table(title=f"{st.items} item(s) from {st.seeds} seed(s){simulated}", show_header=True)
     table.add_column("state")
@@ -252,6 +255,11 @@ def _status_table(st: Any, spends: Any = None, projection: Any = None) -> Table:
                   f"{st.paid_usd:.4f} + {st.reserved_usd:.4f} = {st.spent_usd:.4f}{budget}")
     if st.interrupted_usd:
         table.add_row("calls cut short (cost unknown, est.)", f"{st.interrupted_usd:.4f}")
+    if calls is not None:  # `--watch`: every worker's calls, from the ledger (models/call_rate.py)
+        table.add_row("calls open now (sent or waiting for a slot)", str(calls.open))
+        table.add_row("calls in flight, last 10 s (mean, peak)", f"{calls.mean_in_flight:.1f}, {calls.peak}")
+        table.add_row("calls/s, last 10 s", f"{calls.per_s:.1f}")
+        table.add_row("429/503 refusals, last 10 s", f"{calls.refused} of {calls.tries}")
     if st.paused:
         table.add_row("[yellow]paused[/]", st.paused)
     if spends is not None:

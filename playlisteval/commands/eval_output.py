@@ -49,7 +49,7 @@ def judge_json(s: RunSummary, intervals: RunIntervals | None = None, health: Hea
             "errors": s.errors, "pending": s.pending,
             "accuracy": s.accuracy, "outcomes": s.outcomes, "by_domain": s.by_domain, "stopped": s.stopped,
             "error_messages": s.error_messages, "options_hash": s.options.options_hash,
-            "settings": s.options.as_settings()}
+            "settings": s.options.as_settings(), "calls": s.calls.as_dict() if s.calls else None}
 
 
 def print_judge_table(summaries: list[RunSummary], options: JudgeOptions,
@@ -86,6 +86,9 @@ def print_judge_table(summaries: list[RunSummary], options: JudgeOptions,
     console.print(table)
     console.print(Text("accuracy is over the judged pairs (no verdict counts 0.5); errors are not judged"
                        + ("; [95 % interval] clustered by question" if cis else ""), style="dim"))
+    for s in summaries:
+        if s.calls is not None and s.calls.tries:  # how close the pass ran to the provider's capacity (issue 43)
+            console.print(Text(f"run {s.run_id} ({s.judge}) calls: {s.calls.line()}", style="dim"))
     for s in summaries:
         report_problems(s)
 

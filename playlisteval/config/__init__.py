@@ -227,6 +227,12 @@ class RunnerSettings(_Section):
     backoff_base_s: NonNegativeFloat = 1.0
     backoff_max_s: NonNegativeFloat = 60.0
     timeout_s: PositiveFloat = 300
+    # issue 43: calls in flight per remote provider are found while calling (models/adaptive.py): they start
+    # here, grow while calls are answered, halve on 429/503; [rate_limits.X] concurrent, when set, is the
+    # ceiling, else concurrency_max
+    adaptive: bool = True
+    concurrency_start: PositiveInt = 4
+    concurrency_max: PositiveInt = 64
 
 
 class ProviderSettings(_Section):

@@ -40,12 +40,15 @@ from playlisteval.eval.corpus import Corpora, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import MODALITIES, ask, judge_input
 from playlisteval.eval.options import JudgeOptions
+from playlisteval.eval.parallel import map_ordered
 from playlisteval.eval.reward import ask_reward, is_reward_judge
 from playlisteval.eval.runs import record as record_results
 from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
 from playlisteval.logs import get_logger
+from playlisteval.models.adaptive import call_threads
 from playlisteval.models.batch.lifecycle import Deferred
+from playlisteval.models.call_rate import CallRate, of_run
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
 from playlisteval.models.runner import Runner
@@ -73,6 +76,7 @@ class RunSummary:
     outcomes: dict[str, int] = field(default_factory=dict)
     by_domain: dict[str, float] = field(default_factory=dict)
     stopped: str = ""  # budget / quota / unavailable: why this pass stopped asking
+    calls: CallRate | None = None  # this pass's calls: in flight, calls/s, 429s (issue 43); None: no pass ran here
     error_messages: list[str] = field(default_factory=list)  # distinct, most frequent first
     finished_at: float = 0.0
 
@@ -151,8 +155,11 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
     payload = {"judge": judge, "options": asdict(options), "budget_usd": settings.eval.budget_usd}
     bounded = None if max_pairs is None else {i: {"pairs": sorted(p for p, t in texts.items() if t.item_id == i)}
                                               for i in items}
+    # questions at once: enough for the judge's provider to reach its ceiling (the adaptive limit gates them)
+    threads = 1 if shortcut else call_threads(settings, judge)
+    pass_started = now()
     out = run_jobs(settings, "judge", run_id, items, payload, runner=runner, wait=wait, progress=moved,
-                   payloads=bounded)
+                   payloads=bounded, threads=threads)
     if not out.waited:
         return summarize(engine, run_id, options)
     judged_now = sum(int(r.get("judged_now", 0)) for r in out.tally.results)
@@ -166,6 +173,8 @@ def run_judge(settings: Settings, judge: str, options: JudgeOptions, benchmark: 
         log.warning("eval.stopped", run_id=run_id, judge=judge, reason=stop_reason, error=stop_error)
     summary = summarize(engine, run_id, options, judged_now=judged_now)
     summary.stopped = stop_reason
+    if not shortcut:
+        summary.calls = of_run(engine, run_id, PURPOSE, since=pass_started)
     return summary
 
 
@@ -269,15 +278,18 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
                               transcript_lines=len(given.transcript.splitlines()) if given.transcript else 0)
     except MediaError as exc:  # this question's media could not be read: its pairs fail, the run goes on
         failed = {p: (f"evidence: {exc}", False) for p in pair_ids}
-    for pair_id in pair_ids:
-        if pair_id in failed:
-            continue
-        if stopped():
-            failed[pair_id] = (not_asked(), False)
-            continue
+    stop_lock = threading.Lock()
+
+    def judge_pair(pair_id: int) -> Judgment | tuple[str, bool] | None:
+        """One pair: its judgment, its failure (error, asked), or None (deferred to a batch). Pairs of a
+        question may be asked at once (``call_threads``): the stop is read and set under a lock."""
+        with stop_lock:
+            if stopped():
+                return (not_asked(), False)
         a_is_better = sides[pair_id] != options.swap
         answer_a, answer_b = texts[pair_id].shown(a_is_better)
         verdict: str | None
+        shown = record
         if shortcut:
             verdict, raw = shortcuts.judge(judge, seed, pair_id, strip_citations(answer_a),
                                            strip_citations(answer_b), transcript,
@@ -288,9 +300,9 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
                 if toolbox is not None:
                     from playlisteval.eval.agent import ask_agentic
 
-                    reply, record = ask_agentic(runner, judge, ROLE, question.text, answer_a, answer_b, toolbox,
-                                                generation, purpose=PURPOSE, item_id=item_id, run_id=run_id,
-                                                scope=options.scope)
+                    reply, shown = ask_agentic(runner, judge, ROLE, question.text, answer_a, answer_b, toolbox,
+                                               generation, purpose=PURPOSE, item_id=item_id, run_id=run_id,
+                                               scope=options.scope)
                 else:
                     assert given is not None
                     # a sample's index is its attempt: N samples are N requests, never one cached answer
@@ -298,18 +310,28 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
                                                             answer_b, given, generation, purpose=PURPOSE,
                                                             item_id=item_id, run_id=run_id, attempt=options.sample)
             except Deferred:  # `eval judge --batch`: its answer comes from a batch; the next pass judges it
-                continue
+                return None
             if reply.outcome == ERROR:
-                failed[pair_id] = (reply.error, True)
                 if reply.stop:
-                    jobs.set_stop(engine, job.pass_id, reply.stop, reply.error)
-                    stop["reason"] = ""
-                    stopped()  # the pass's first stop is the one reported
-                continue
+                    with stop_lock:
+                        jobs.set_stop(engine, job.pass_id, reply.stop, reply.error)
+                        stop["reason"] = ""
+                        stopped()  # the pass's first stop is the one reported
+                return (reply.error, True)
             verdict, raw, outcome, call_id = reply.verdict, reply.raw, reply.outcome, reply.call_id
-        rows.append(Judgment(run_id=run_id, pair_id=pair_id, a_is_better=a_is_better, verdict=verdict,
-                             score=score(verdict, a_is_better), raw=raw, evidence=record, outcome=outcome,
-                             call_id=call_id))
+        return Judgment(run_id=run_id, pair_id=pair_id, a_is_better=a_is_better, verdict=verdict,
+                        score=score(verdict, a_is_better), raw=raw, evidence=shown, outcome=outcome,
+                        call_id=call_id)
+
+    todo = [p for p in pair_ids if p not in failed]
+    # a remote judge's pairs are asked at once, up to its provider's ceiling; the agentic judge's toolbox
+    # and the local providers keep one pair at a time
+    threads = 1 if shortcut or toolbox is not None else call_threads(settings, judge)
+    for pair_id, result in zip(todo, map_ordered(judge_pair, todo, threads), strict=True):
+        if isinstance(result, Judgment):
+            rows.append(result)
+        elif result is not None:
+            failed[pair_id] = result
     added = record_results(engine, run_id, item_id, rows, failed)
     return {"pairs": len(pair_ids), "judged_now": added}
 

@@ -46,24 +46,41 @@ class FailStreak:
         with self._lock:
             self._runs.pop(provider, None)
 
-    def failed(self, provider: str, exc: ModelError, limit: int) -> None:
-        """Count ``exc``; raise ``ProviderDown`` (from ``exc``) once ``limit`` > 0 tries in a row failed
-        the same way."""
+    def failed(self, provider: str, exc: ModelError, limit: int, counted: tuple[str, int] | None = None) -> None:
+        """Count ``exc`` (unless ``counted``: what ``record`` returned for it); raise ``ProviderDown`` (from
+        ``exc``) once ``limit`` > 0 tries in a row failed the same way."""
+        kind, count = counted if counted is not None else self.record(provider, exc)
+        if kind and limit > 0 and count >= limit:
+            if count == limit:
+                log.warning("provider.down", provider=provider, kind=kind, tries=count)
+            raise ProviderDown(  # the limit, not the count: tries in flight together may add to it (issue 43)
+                f"{provider}: {limit} tries in a row failed the same way ({kind}): stopped asking; "
+                f"last error: {exc} — check the provider's address and key, then run again "
+                f"([runner] stop_after_same_failures = {limit})") from exc
+
+    def record(self, provider: str, exc: ModelError) -> tuple[str, int]:
+        """Count ``exc``: (its kind, tries in a row failed so); ("", 0) for a failure that is not counted.
+        The runner counts a try before its rate-limit slot frees, so that a try waiting for the slot sees it."""
         kind = failure_kind(exc)
         with self._lock:
             if kind is None:
                 self._runs.pop(provider, None)
-                return
+                return "", 0
             last, count = self._runs.get(provider, (kind, 0))
             count = count + 1 if last == kind else 1
             self._runs[provider] = (kind, count)
+        return kind, count
+
+    def check(self, provider: str, limit: int) -> None:
+        """Raise ``ProviderDown`` before a try is sent once ``limit`` tries in a row failed the same way: calls
+        that waited for a slot while the failures came in (several are in flight at once, issue 43) are not
+        sent to fail alike."""
+        with self._lock:
+            kind, count = self._runs.get(provider, ("", 0))
         if limit > 0 and count >= limit:
-            if count == limit:
-                log.warning("provider.down", provider=provider, kind=kind, tries=count)
-            raise ProviderDown(
-                f"{provider}: {count} tries in a row failed the same way ({kind}): stopped asking; "
-                f"last error: {exc} — check the provider's address and key, then run again "
-                f"([runner] stop_after_same_failures = {limit})") from exc
+            raise ProviderDown(f"{provider}: {limit} tries in a row failed the same way ({kind}): stopped asking — "
+                               f"check the provider's address and key, then run again "
+                               f"([runner] stop_after_same_failures = {limit})")
 
     def reset(self) -> None:
         with self._lock:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from playlisteval.config import Settings
 from playlisteval.errors import InfrastructureError
 from playlisteval.logs import get_logger
+from playlisteval.models.adaptive import AdaptiveLimit, ceiling_of, is_adaptive, outcome_error
 from playlisteval.models.request import Usage
 
 log = get_logger(__name__)
@@ -164,6 +165,8 @@ class _Heartbeat:
 class RateLimits:
     def __init__(self, settings: Settings, backend: Any | None = None, *, owner: str = "") -> None:
         self._limits = settings.rate_limits
+        self._settings, self._runner = settings, settings.runner
+        self._adaptive: dict[str, Any] = {}
         self._url = settings.broker.url
         self._backend = backend if backend is not None else (
             make_backend(self._url) if self._limits else None
@@ -193,6 +196,28 @@ class RateLimits:
                         LocalSlots(limit, ttl))
                 self._slots[provider] = slots
             return self._slots[provider]
+
+    def _ceiling(self, provider: str) -> int:
+        return ceiling_of(self._settings, provider)
+
+    def adaptive_for(self, provider: str) -> Any:
+        """The provider's adaptive limit (models/adaptive.py), in Redis when the broker is Redis (shared by
+        every worker: models/adaptive_redis.py); None for a local provider or with ``[runner] adaptive =
+        false`` (then only the static limits apply)."""
+        with self._lock:
+            if provider not in self._adaptive:
+                limit: Any = None
+                if is_adaptive(self._settings, provider):
+                    start, ceiling = self._runner.concurrency_start, self._ceiling(provider)
+                    if is_redis_url(self._url):
+                        from playlisteval.models.adaptive_redis import RedisAdaptive
+
+                        ttl = float(self._limits.get(provider, {}).get("slot_ttl_s", DEFAULT_SLOT_TTL_S))
+                        limit = RedisAdaptive(self._redis(), provider, start, ceiling, ttl, self._owner)
+                    else:
+                        limit = AdaptiveLimit(start, ceiling)
+                self._adaptive[provider] = limit
+            return self._adaptive[provider]
 
     def _windows_for(self, provider: str) -> list[Any]:
         with self._lock:
@@ -244,7 +269,36 @@ class RateLimits:
 
     @contextmanager
     def slot(self, provider: str, estimate_tokens: Usage | None = None) -> Iterator[None]:
-        """Wait until every limit of ``provider`` admits one more request, hold it for the call."""
+        """Wait until every limit of ``provider`` admits one more request, hold it for the call; the
+        adaptive limit learns from how the call ended (the exception leaving the block, if any)."""
+        adaptive = self.adaptive_for(provider)
+        if adaptive is None:
+            with self._static(provider, estimate_tokens):
+                yield
+            return
+        try:
+            ticket = adaptive.acquire()
+        except _redis_error() as exc:
+            raise InfrastructureError(f"adaptive limit of {provider!r}: Redis unavailable: {exc}") from exc
+        beat = _Heartbeat(adaptive, ticket.token, max(0.05, adaptive.ttl_ms / 3000)) if ticket.token else None
+        error: BaseException | None = None
+        try:
+            with self._static(provider, estimate_tokens):
+                yield
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if beat is not None:
+                beat.stop()
+            try:
+                adaptive.release(ticket, outcome_error(error))
+            except _redis_error() as exc:  # its place expires a ttl later; the limit learns from the next call
+                log.warning("ratelimit.adaptive_release_failed", provider=provider, error=str(exc))
+
+    @contextmanager
+    def _static(self, provider: str, estimate_tokens: Usage | None = None) -> Iterator[None]:
+        """The configured limits (``[rate_limits]``): rpm, tpm and concurrent slots."""
         if not self._limits:
             yield
             return

@@ -30,7 +30,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
-from playlisteval.errors import BudgetExceeded, InfrastructureError, PermanentModelError, TransientModelError
+from playlisteval.errors import (
+    BudgetExceeded,
+    InfrastructureError,
+    PermanentModelError,
+    ProviderDown,
+    TransientModelError,
+)
 from playlisteval.logs import get_logger
 from playlisteval.models import ledger, pricing
 from playlisteval.models.budget import Spend, budget_usd
@@ -213,13 +219,22 @@ class Runner:
                 assert reserved is not None
                 call_id = reserved
                 started = time.monotonic()
+                counted: tuple[str, int] | None = None  # how the try's failure was counted (models/failstreak.py)
                 try:
                     with self.rate_limits.slot(provider_name, estimate_tokens=pricing.estimate_usage(request)):
-                        reply = provider.complete(model_name, attempt_request, schema,
-                                                  self.settings.runner.timeout_s)
+                        # the ledger's latency is the call's, not its wait for a slot: its intervals are the
+                        # calls in flight (`status --watch`, a judge run's summary: issue 43)
+                        started = time.monotonic()
+                        STREAK.check(provider_name, self.settings.runner.stop_after_same_failures)
+                        try:
+                            reply = provider.complete(model_name, attempt_request, schema,
+                                                      self.settings.runner.timeout_s)
+                        except (TransientModelError, PermanentModelError) as exc:
+                            counted = STREAK.record(provider_name, exc)  # before the slot frees (issue 43)
+                            raise
                 except TransientModelError as exc:
                     self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
-                    STREAK.failed(provider_name, exc, self.settings.runner.stop_after_same_failures)
+                    STREAK.failed(provider_name, exc, self.settings.runner.stop_after_same_failures, counted)
                     transient_tries += 1
                     if transient_tries >= self.settings.runner.max_attempts:
                         raise
@@ -228,7 +243,10 @@ class Runner:
                 except (PermanentModelError, BudgetExceeded) as exc:  # BudgetExceeded: a provider's QuotaExhausted
                     self._finish(call_id, "error", Usage(), 0.0, started, error=str(exc))
                     if isinstance(exc, PermanentModelError):
-                        STREAK.failed(provider_name, exc, self.settings.runner.stop_after_same_failures)
+                        STREAK.failed(provider_name, exc, self.settings.runner.stop_after_same_failures, counted)
+                    raise
+                except ProviderDown as exc:  # not sent: the provider failed alike while this try waited
+                    self._finish(call_id, "error", Usage(), 0.0, started, error=f"not sent: {exc}")
                     raise
                 except InfrastructureError as exc:  # Redis failed before the request was sent: no model error
                     self._finish(call_id, "error", Usage(), 0.0, started, error=f"not sent: {exc}")
