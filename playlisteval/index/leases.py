@@ -7,7 +7,7 @@ worker killed mid-video held it for an hour and `index` run again found nothing 
 
 - the lease is ``[broker] lease_s`` (60 s) and ``Renewal`` renews it every third of that while the video's
   work runs, so a live holder keeps it however long the video takes and a dead one's lapses within it;
-- ``reclaim_dead`` ends at once the lease of a holder known dead (a process of this machine that is gone);
+- ``reclaim_dead`` ends at once the lease of a holder known dead (a process of this PID namespace that is gone);
 - ``take_back_expired`` frees the videos whose lease lapsed, once: whoever freed one sends it a new message
   (the sweepers for the index run recorded by ``record_run``, the coordinator for its own run);
 - ``held`` names what is still held (which video, by whom, until when) for `index` to say so.
@@ -16,7 +16,6 @@ worker killed mid-video held it for an hour and `index` run again found nothing 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -28,7 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.logs import get_logger
-from playlisteval.store import items
+from playlisteval.store import identity
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import KeyValue, Video
 
@@ -105,11 +104,10 @@ def give_back_all(engine: Engine, worker: str) -> list[int]:
 
 
 def holder_is_gone(owner: str) -> bool:
-    """Whether the process named in a video's lease (``host:pid`` or ``host:pid:index``) is known dead: only a
-    process of this machine can be checked; any other holder's lease runs out unless it renews it."""
-    host, _, rest = owner.partition(":")
-    pid = rest.split(":", 1)[0]
-    return host == socket.gethostname() and pid.isdigit() and items.owner_is_gone(f"{host}:{pid}")
+    """Whether the process named in a video's lease (``host:pid:place.nonce``, ``:index`` after it for `index`'s
+    own threads) is known dead: only a process of this PID namespace and boot can be checked
+    (store/identity.py); any other holder's lease runs out unless it renews it."""
+    return identity.is_gone(owner)
 
 
 def reclaim_dead(engine: Engine) -> list[int]:
