@@ -26,7 +26,7 @@ from playlisteval.actors.build_run import build
 from playlisteval.actors.indexing import index_collection
 from playlisteval.index.collection import add_paths
 from playlisteval.models.budget import spend
-from playlisteval.store import identity, items, open_store
+from playlisteval.store import identity, items
 from tests.fault_helpers import FAST, REPO, RedisServer, all_terminal, assert_sound, scalar, wait_until
 from tests.helpers import QUIET_SIM, env_for, project, seeded_store
 from tests.test_index_faults import INDEX, _media, snapshot
