@@ -157,6 +157,11 @@ class IndexSettings(_Section):
     asr_threads: PositiveInt = 1  # CPU threads per faster-whisper model (index threads run one model each)
     asr_base_url: str = "http://127.0.0.1:8000/v1"  # qwen3-asr: the vLLM server (key: VLLM_API_KEY)
     asr_timeout_s: PositiveFloat = 120
+    # captions are the transcript only when they pass their checks (issue 44; index/caption_checks.py): at least
+    # this share of the chunks get text, and a sidecar is not older than its video by more than captions_stale_s
+    # (0: not checked); otherwise embedded subtitles or speech recognition make the transcript, with a warning
+    captions_min_share: Share = 0.25
+    captions_stale_s: NonNegativeFloat = 3600
     search_no_match: Cosine = 0.2  # `search` warns when its best score is below this
     # up to this many vectors a corpus is searched exactly, above it through HNSW. From `python -m bench
     # retrieval` (README "Retrieval", load 4-17): at 5,000-10,000 HNSW's recall@64 was 0.91-0.94 and a
