@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -56,16 +56,27 @@ def renew(engine: Engine, video_id: int, worker: str, lease_s: float) -> bool:
 
 
 class Renewal:
-    """Renews one video's lease every ``lease_s / 3`` on a thread of its own until ``stop``."""
+    """Renews one video's lease every ``lease_s / 3`` on a thread of its own until ``stop``, or until
+    ``ceiling_s`` (when given) have passed: then it calls ``on_ceiling`` and renews no more (issue 44: a video
+    that never ends is failed with its reason, however alive its worker)."""
 
-    def __init__(self, engine: Engine, video_id: int, worker: str, lease_s: float) -> None:
+    def __init__(self, engine: Engine, video_id: int, worker: str, lease_s: float, ceiling_s: float = 0.0,
+                 on_ceiling: Callable[[], None] | None = None) -> None:
         self.engine, self.video_id, self.worker, self.lease_s = engine, video_id, worker, lease_s
+        self.ceiling_s, self.on_ceiling = ceiling_s, on_ceiling
         self.lost = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"video-lease-{video_id}")
 
     def _run(self) -> None:
-        while not self._stop.wait(max(0.1, self.lease_s / 3)):
+        deadline = time.monotonic() + self.ceiling_s if self.ceiling_s > 0 else float("inf")
+        while not self._stop.wait(max(0.1, min(self.lease_s / 3, self.ceiling_s or self.lease_s))):
+            if time.monotonic() >= deadline and self.on_ceiling is not None:
+                try:
+                    self.on_ceiling()
+                except Exception as exc:  # the store is down: the lease, renewed no more, lapses and is swept
+                    log.warning("index.ceiling_failed", video=self.video_id, error=f"{type(exc).__name__}: {exc}")
+                return
             try:
                 if not renew(self.engine, self.video_id, self.worker, self.lease_s):
                     # judged dead (frozen past the lease): another worker may index it too; the results are
@@ -85,9 +96,10 @@ class Renewal:
 
 
 @contextmanager
-def renewed(engine: Engine, video_id: int, worker: str, lease_s: float) -> Iterator[Renewal]:
-    """Keep ``worker``'s lease on the video alive for the duration of the block."""
-    renewal = Renewal(engine, video_id, worker, lease_s)
+def renewed(engine: Engine, video_id: int, worker: str, lease_s: float, ceiling_s: float = 0.0,
+            on_ceiling: Callable[[], None] | None = None) -> Iterator[Renewal]:
+    """Keep ``worker``'s lease on the video alive for the duration of the block (up to ``ceiling_s``)."""
+    renewal = Renewal(engine, video_id, worker, lease_s, ceiling_s, on_ceiling)
     renewal.start()
     try:
         yield renewal
