@@ -33,8 +33,9 @@ def _worker(root: Path, overrides: dict[str, object], log: Path) -> subprocess.P
 
 def test_a_build_step_past_its_ceiling_fails_with_the_reason_while_its_worker_lives(
         tmp_path: Path, redis_url: str) -> None:
-    # each call waits 5 s; the ceiling is 1.5 s; leases of 3 s are renewed all along (the worker is alive)
-    overrides: dict[str, object] = dict(broker__url=redis_url, broker__lease_s=3, broker__sweep_every_s=1,
+    # each call waits 5 s; the ceiling is 1.5 s, far shorter than the 10 s between renewals of the 30-s leases
+    # (the heartbeat wakes for the ceiling: a step would otherwise commit before it was checked)
+    overrides: dict[str, object] = dict(broker__url=redis_url, broker__lease_s=30, broker__sweep_every_s=1,
                                         broker__sweep_grace_s=2, broker__step_ceiling_s=1.5, sim__latency_s=5,
                                         **QUIET_SIM)
     settings = project(tmp_path, **overrides)

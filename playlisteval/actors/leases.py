@@ -34,6 +34,7 @@ class LeaseKeeper:
         self._ceilings: dict[str, tuple[float, Callable[[], None]]] = {}  # token → (monotonic deadline, on_ceiling)
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by a new ceiling (it may come before the thread's next wake) and by close
         self._thread: threading.Thread | None = None
 
     @property
@@ -54,6 +55,7 @@ class LeaseKeeper:
             self._held[claim.token] = claim.item_id
             if ceiling_s > 0 and on_ceiling is not None:
                 self._ceilings[claim.token] = (time.monotonic() + ceiling_s, on_ceiling)
+                self._wake.set()
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
                 self._thread = threading.Thread(target=self._run, daemon=True, name="lease-heartbeat")
@@ -97,8 +99,23 @@ class LeaseKeeper:
             log.warning("lease.lost", item=tokens[token], token=token)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.every_s):
+        # wakes for the next renewal or the next ceiling, whichever comes first (a ceiling may be shorter than
+        # a third of the lease); renews only when a renewal is due
+        due = time.monotonic() + self.every_s
+        while not self._stop.is_set():
+            self._wake.wait(max(0.05, min(due, self._next_ceiling()) - time.monotonic()))
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            if time.monotonic() < due:
+                self._past_ceiling()
+                continue
             self.beat()
+            due = time.monotonic() + self.every_s
+
+    def _next_ceiling(self) -> float:
+        with self._lock:
+            return min((deadline for deadline, _ in self._ceilings.values()), default=float("inf"))
 
     def give_back(self) -> list[int]:
         """Release every lease held now (a worker stopping before its steps could finish): the items are free
@@ -113,5 +130,6 @@ class LeaseKeeper:
 
     def close(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
