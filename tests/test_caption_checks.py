@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,16 +79,48 @@ def test_a_sidecar_older_than_its_re_encoded_video_is_unfit(tmp_path: Path) -> N
     assert unchecked.problems == []
 
 
+NARRATION = [(3, "Glaciers carve deep valleys into the mountains."),
+             (40, "The Roman legions marched along stone roads."),
+             (62, "The moon pulls the oceans and makes the tides.")]
+RIGHT = [(3, 6, "Glaciers carve deep valleys into the mountains."), (40, 43, "The Roman legions marched."),
+         (62, 65, "The moon pulls the oceans.")]
+
+
+@pytest.fixture(scope="module")
+def narrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_narrated(tmp_path_factory.mktemp("narrated") / "talk.mp4", 70, NARRATION)
+
+
+def _garbage(srt: Path) -> None:
+    srt.write_text(GARBAGE)
+
+
+def _another_episode(srt: Path) -> None:  # a longer episode's captions: most of its cues past this one's end
+    write_srt(srt, [(3, 6, "welcome back"), *[(float(t), t + 3.0, f"part {t}") for t in range(100, 1900, 60)]])
+
+
+def _stale(srt: Path) -> None:  # right text, but written a day before the video was re-encoded in place
+    write_srt(srt, RIGHT)
+    video = srt.with_suffix(".mp4")
+    os.utime(srt, (video.stat().st_mtime - 86_400, video.stat().st_mtime - 86_400))
+
+
 @pytest.mark.skipif(not (shutil.which("ffmpeg") and shutil.which("espeak-ng")),
                     reason="ffmpeg and espeak-ng make the narrated test video")
-def test_a_garbage_srt_beside_a_narrated_video_gives_way_to_speech_recognition_with_a_warning(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize(("make", "why"), [
+    (_garbage, "no cue could be read (4 block(s), none with text under a 'start --> end' timing line)"),
+    (_another_episode, "30 of 31 cues start past the video's end (the video is 70.0 s, the last cue ends at "
+                       "1843.0 s): captions of another video"),
+    (_stale, "older than its video by 24.0 h (over [index] captions_stale_s = 3600 s): the video was re-encoded "
+             "or replaced after its captions"),
+])
+def test_unfit_captions_beside_a_narrated_video_give_way_to_speech_recognition_with_a_warning(
+        tmp_path: Path, narrated: Path, make: Callable[[Path], None], why: str) -> None:
     folder = tmp_path / "Geo"
-    make_narrated(folder / "talk.mp4", 70, [(3, "Glaciers carve deep valleys into the mountains."),
-                                            (40, "The Roman legions marched along stone roads."),
-                                            (62, "The moon pulls the oceans and makes the tides.")])
+    folder.mkdir()
+    shutil.copy2(narrated, folder / "talk.mp4")
     srt = folder / "talk.srt"
-    srt.write_text(GARBAGE)
+    make(srt)
     settings = settings_for(tmp_path, embedder="hash")
     engine = store(settings)
     add_paths(engine, "Education", [folder])
@@ -95,13 +128,25 @@ def test_a_garbage_srt_beside_a_narrated_video_gives_way_to_speech_recognition_w
     assert report.videos_indexed == 1 and report.transcript_sources == {"faster-whisper": 3}, report.warnings
     assert report.transcript_models == {asr_whisper.BUNDLED_NAME: 3}
     named = [w for w in report.warnings if str(srt) in w]
-    assert named == [f"{srt}: not used as the transcript: no cue could be read (4 block(s), none with text under "
-                     "a 'start --> end' timing line); speech recognition instead"], report.warnings
+    assert named == [f"{srt}: not used as the transcript: {why}; speech recognition instead"], report.warnings
     with Session(engine) as s:
         chunks = s.exec(select(Chunk).order_by(col(Chunk.idx))).all()
     words = [{w.strip(".,!?").lower() for w in c.transcript.split()} for c in chunks]
     assert {"glaciers", "valleys"} <= words[0] and {"legions", "roads"} <= words[1] and {"moon", "tides"} <= words[2]
     assert {c.transcript_source for c in chunks} == {"faster-whisper"}
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="ffmpeg makes the video")
+def test_fitting_captions_beside_the_same_video_are_its_transcript(tmp_path: Path, narrated: Path) -> None:
+    folder = tmp_path / "Geo"
+    folder.mkdir()
+    shutil.copy2(narrated, folder / "talk.mp4")
+    write_srt(folder / "talk.srt", RIGHT)
+    settings = settings_for(tmp_path, embedder="hash")
+    engine = store(settings)
+    add_paths(engine, "Education", [folder])
+    report = index_collection(settings, engine)
+    assert report.transcript_sources == {"captions": 3} and report.warnings == []
 
 
 def test_cues_place_by_midpoint_unchanged() -> None:
