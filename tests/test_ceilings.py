@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,24 @@ def test_a_video_past_its_ceiling_is_skipped_with_the_reason_while_its_worker_li
         assert conn.execute(text("SELECT status, reason, lease_owner FROM video")).all() == [
             ("skipped", skipped.reason, "")]
         assert conn.execute(text("SELECT COUNT(*) FROM chunk")).scalar() == 0  # the late commit wrote nothing
+
+
+def test_a_job_past_its_ceiling_is_failed_with_the_reason_and_its_late_result_is_not_kept(tmp_path: Path) -> None:
+    from playlisteval.actors import jobs
+
+    settings = project(tmp_path, broker__job_ceiling_s=0.3)
+    engine = open_store(settings)
+    [job_id] = jobs.prepare(engine, "judge", 7, [1], jobs.new_pass(), {})
+    assert jobs.claim(engine, job_id, "me", lease_s=30) is not None
+    ceiling = ceilings.job_s(settings)
+    why = ceilings.reason("the judge job", ceiling, "[broker] job_ceiling_s")
+    started = time.monotonic()
+    with jobs.renewed(engine, job_id, "me", 30, ceiling, lambda: jobs.finish(engine, job_id, "me", error=why)):
+        time.sleep(1.0)  # the work runs on past its ceiling
+    assert time.monotonic() - started < 5
+    jobs.finish(engine, job_id, "me", {"questions": 1})  # the late result
+    with engine.connect() as conn:
+        row = conn.execute(text("SELECT state, error, result FROM work_job WHERE id = :i"), {"i": job_id}).one()
+    assert (row[0], row[1]) == ("failed", why) and why.startswith("the judge job exceeded its start-to-close "
+                                                                   "ceiling of 0.3 s")
+    assert jobs.tally(engine, [job_id]).failed == [why]
