@@ -30,7 +30,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from playlisteval.models.budget import spend
-from playlisteval.store import items
+from playlisteval.store import identity, items
 from playlisteval.store.states import TERMINAL, WORKING
 from tests.conftest import free_port
 
@@ -211,8 +211,7 @@ def in_motion(engine: Engine, before: dict[int, tuple[int, str | None]], dead: s
 
 
 def _pid_of(token: str) -> int:
-    pid = token.partition(":")[2].split("/", 1)[0]
-    return int(pid) if pid.isdigit() else -1
+    return identity.parse(token).pid
 
 
 @dataclass

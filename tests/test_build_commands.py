@@ -83,16 +83,17 @@ def test_an_item_that_keeps_killing_its_worker_is_failed_as_poison(tmp_path: Pat
     assert "poison" in error
 
 
-def test_an_item_left_unfinished_by_an_in_process_build_is_not_exit_0(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A step given back without a commit (past its time limit: dramatiq does not retry it) leaves the item
-    working with no message in this process: the build says so and exits 3; `resume` finishes it."""
+def test_a_step_stopped_at_its_time_limit_fails_its_item_with_the_reason_and_is_not_exit_0(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step interrupted by dramatiq's time limit ran past its start-to-close ceiling (issue 44,
+    actors/ceilings.py): its item fails with the reason instead of going back to run (and stop) again; the
+    build says so and exits 3; `retry-failed` then finishes it."""
     from dramatiq.middleware.time_limit import TimeLimitExceeded
 
     from playlisteval.build.stages import STAGES
 
     settings = project(tmp_path, **QUIET_SIM)
-    seeded_store(settings, 1)
+    engine = seeded_store(settings, 1)
     env = {f"PLAYLISTEVAL_SIM__{k.split('__')[1].upper()}": "0" for k in QUIET_SIM}
 
     def past_its_time_limit(ctx: object) -> object:
@@ -102,9 +103,12 @@ def test_an_item_left_unfinished_by_an_in_process_build_is_not_exit_0(tmp_path: 
     runner = CliRunner()
     built = runner.invoke(main, ["--project", str(tmp_path), "build"], env=env)
     assert built.exit_code == 3, built.output
-    assert "1 item(s) left unfinished" in built.output
-    assert status(settings).states == {"pending": 1}
+    assert status(settings).states == {"failed": 1}
+    with engine.connect() as conn:
+        error = conn.execute(text("SELECT error FROM item")).scalar()
+    assert error.startswith("the pending step exceeded its start-to-close ceiling of ") and \
+        "([broker] step_ceiling_s)" in error
     monkeypatch.undo()
-    resumed = runner.invoke(main, ["--project", str(tmp_path), "resume"], env=env)
-    assert resumed.exit_code == 0, resumed.output
+    retried = runner.invoke(main, ["--project", str(tmp_path), "retry-failed"], env=env)
+    assert retried.exit_code == 0, retried.output
     assert status(settings).states == {"accepted": 1}

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from playlisteval.cli import main
 from playlisteval.config import load_settings
 from playlisteval.index.work import read_outcome
-from playlisteval.store import open_store
+from playlisteval.store import identity, open_store
 from tests.fault_helpers import Fleet, wait_until
 from tests.helpers import QUIET_SIM, env_for, project
 
@@ -40,7 +40,7 @@ def rows(engine: Engine, sql: str, **params: Any) -> list[Any]:
 
 
 def pid_of(worker: str) -> str:
-    return worker.split(":")[1]
+    return str(identity.parse(worker).pid)
 
 
 def ranks(engine: Engine, run_id: int) -> list[Any]:
@@ -102,7 +102,7 @@ def test_index_and_eval_retrieve_fan_out_to_two_worker_processes(tmp_path: Path,
     # exited: this process's connections kept their locks, DuckDB's SQLite never had the file beside them)
     [here] = cli(root, local_env, "eval", "retrieve", "--all", "--json")
     assert {w for (w,) in rows(engine, "SELECT DISTINCT worker FROM work_job WHERE run_id = :r AND kind = 'retrieve'",
-                               r=here["run_id"])} == {f"{os.uname().nodename}:{os.getpid()}"}
+                               r=here["run_id"])} == {identity.this_process()}
     assert ranks(engine, here["run_id"]) == ranks(engine, run["run_id"])
     figures = ("questions", "hit_both", "hit_any", "ndcg", "mean_segments", "chunks", "errors")
     assert {k: here[k] for k in figures} == {k: run[k] for k in figures}

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from playlisteval.actors.build_run import build, resume, set_budget, status
 from playlisteval.config import Settings
 from playlisteval.models.budget import spend
-from playlisteval.store import items, make_engine
+from playlisteval.store import identity, items, make_engine
 from tests.conftest import PG_ADMIN
 from tests.fault_helpers import (
     FAST,
@@ -96,7 +96,7 @@ def holder_of_a_call(engine: Engine, fleet: Fleet) -> int:
                 "SELECT worker FROM model_call WHERE status = 'in_flight' ORDER BY id"))]
         pids = {p.pid: i for i, p in enumerate(fleet.procs) if p.poll() is None}
         for w in workers:
-            pid = int(str(w).rsplit(":", 1)[-1]) if str(w).rsplit(":", 1)[-1].isdigit() else -1
+            pid = identity.parse(str(w)).pid
             if pid in pids:
                 found.append(pids[pid])
                 return True
@@ -164,9 +164,9 @@ def test_b_a_worker_killed_holding_a_rate_limit_slot(tmp_path: Path, own_redis: 
             held = client.zrange(key, 0, -1)
             pids = {p.pid: i for i, p in enumerate(fleet.procs) if p.poll() is None}
             for token in held:
-                pid_text = token.decode().split("/", 1)[0].rsplit(":", 1)[-1]
-                if pid_text.isdigit() and int(pid_text) in pids:
-                    return pids[int(pid_text)]
+                pid = identity.parse(token.decode()).pid
+                if pid in pids:
+                    return pids[pid]
             return None
 
         found: list[int] = []

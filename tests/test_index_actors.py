@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 from playlisteval.actors.indexing import index_collection
 from playlisteval.index.collection import add_paths
 from playlisteval.index.work import claim, index_video, read_outcome, release
-from playlisteval.store import open_store
+from playlisteval.store import identity, open_store
 from playlisteval.store.tables import Video
 from tests.helpers import env_for, project
 from tests.index_helpers import make_video, write_srt
@@ -65,7 +65,9 @@ def test_redis_workers_on_other_machines_do_the_work(tmp_path: Path, redis_url: 
         worker.wait(timeout=60)
     assert report.videos_indexed == 3 and report.unfinished == [], (tmp_path / "worker.log").read_text()[-2000:]
     workers = {o.worker for o in _outcomes(engine).values() if o is not None}
-    assert workers == {f"{os.uname().nodename}:{worker.pid}"}  # all done by the worker process
+    # all done by the worker process (an identity of host, pid, PID namespace and nonce: store/identity.py)
+    assert {(identity.parse(w).host, identity.parse(w).pid) for w in workers} == {(os.uname().nodename, worker.pid)}
+    assert len(workers) == 1
     assert report.segments.videos == 3
     # a second run finds nothing to do and sends nothing
     again = index_collection(settings, engine)

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.actors.indexing import index_collection
 from playlisteval.index.collection import add_paths
-from playlisteval.store import open_store
+from playlisteval.store import identity, open_store
 from tests.fault_helpers import REPO, Fleet, RedisServer, wait_until
 from tests.helpers import env_for, project
 from tests.index_helpers import make_video, write_srt
@@ -90,8 +90,7 @@ def _indexed(engine: Engine) -> int:
 
 
 def _pid(owner: str) -> int:
-    part = owner.partition(":")[2].split(":", 1)[0]
-    return int(part) if part.isdigit() else -1
+    return identity.parse(owner).pid
 
 
 def _coordinator(project_dir: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

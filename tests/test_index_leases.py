@@ -26,7 +26,7 @@ from playlisteval.index.work import _ChunkFrames, claim
 from playlisteval.media.frames import keyframe_times
 from playlisteval.media.kept import KeptFrames
 from playlisteval.media.probe import probe
-from playlisteval.store import open_store
+from playlisteval.store import identity, open_store
 from playlisteval.store.tables import Chunk, Video
 from playlisteval.world.synth.make import FONT
 from tests.helpers import project
@@ -50,6 +50,11 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+def _dead_here() -> str:
+    """The identity a gone process of this PID namespace had (store/identity.py)."""
+    return f"{socket.gethostname()}:{_dead_pid()}:{identity.place()}.00000000"
+
+
 def _ids(engine: Engine) -> list[int]:
     with Session(engine) as s:
         return [int(v or 0) for v in s.exec(select(Video.id).order_by(col(Video.id)))]
@@ -60,10 +65,9 @@ def test_a_video_held_by_a_dead_process_is_taken_back_and_indexed_at_once(tmp_pa
     engine = open_store(settings)
     add_paths(engine, "Education", [_videos(tmp_path, 2)])
     first, second = _ids(engine)
-    host = socket.gethostname()
     # what a SIGKILLed `index` and worker leave: hour-long leases under pids that are gone
-    assert claim(engine, first, f"{host}:{_dead_pid()}:index", lease_s=3600)
-    assert claim(engine, second, f"{host}:{_dead_pid()}", lease_s=3600)
+    assert claim(engine, first, f"{_dead_here()}:index", lease_s=3600)
+    assert claim(engine, second, _dead_here(), lease_s=3600)
     started = time.monotonic()
     report = index_collection(settings, engine)
     assert (report.videos_indexed, report.unfinished, report.held) == (2, [], [])
@@ -121,7 +125,7 @@ def test_every_workers_sweeper_sends_a_dead_holders_video_again_for_the_run_in_p
     app = App(settings, engine=engine, broker=broker)
     try:
         leases.record_run(engine, "run-1", "hash")
-        assert claim(engine, first, f"{socket.gethostname()}:{_dead_pid()}", lease_s=3600)
+        assert claim(engine, first, _dead_here(), lease_s=3600)
         assert claim(engine, second, "another-host:1", lease_s=3600)  # alive, for all we know
         assert sweep_once(app) == 1
         queued = [Message.decode(m).args for m in broker.queues[tasks.INDEX_QUEUE].queue]

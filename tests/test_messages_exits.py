@@ -289,7 +289,10 @@ def test_a_second_build_says_another_build_holds_the_items_and_exits_busy(built:
     engine = open_store(settings)
     other = subprocess.Popen(["sleep", "60"])  # the first build: alive on this machine, not this process
     try:
-        owner = f"{socket.gethostname()}:{other.pid}/lease-1"
+        from playlisteval.store import identity
+
+        process = f"{socket.gethostname()}:{other.pid}:{identity.place()}.00000000"  # store/identity.py
+        owner = f"{process}/lease-1"
         with engine.begin() as conn:
             conn.execute(text("UPDATE item SET state = 'qa_generated', lease_owner = :o, lease_expires = :e, "
                               "lease_renewed_at = :r"), {"o": owner, "e": time.time() + 600, "r": time.time()})
@@ -297,7 +300,7 @@ def test_a_second_build_says_another_build_holds_the_items_and_exits_busy(built:
         result = _run(settings, env_for(**OVERRIDES), "build")
         said = " ".join(result.output.split())
         assert result.exit_code == exitcodes.BUSY == 5, result.output
-        assert f"{n} item(s) unfinished: another build holds them" in said and f":{other.pid}: {n} leased" in said
+        assert f"{n} item(s) unfinished: another build holds them" in said and f"{process}: {n} leased" in said
         assert "left unfinished" not in said
         as_json = _run(settings, env_for(**OVERRIDES), "build", "--json")
         assert as_json.exit_code == exitcodes.BUSY and json.loads(as_json.stdout)["exit_code"] == exitcodes.BUSY

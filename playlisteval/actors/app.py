@@ -3,8 +3,6 @@ bound to that broker."""
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 
 import dramatiq
@@ -17,7 +15,7 @@ from playlisteval.actors.tasks import BUILD_QUEUE
 from playlisteval.config import Settings
 from playlisteval.errors import StateError
 from playlisteval.models.runner import Runner
-from playlisteval.store import open_store
+from playlisteval.store import identity, open_store
 from playlisteval.store.states import State
 
 STEP_NAMES: dict[State, str] = {state: actor.actor_name for state, actor in tasks.STEPS.items()}
@@ -44,7 +42,7 @@ class App:
         global _current
         self.settings = settings
         self.engine = engine or open_store(settings)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = identity.this_process()  # host:pid:place.nonce (issue 44)
         self.runner = runner or Runner(settings, self.engine, worker=self.worker_id)
         self.leases = LeaseKeeper(self.engine, settings.broker.lease_s)  # renewed while each step runs
         self.broker = broker or make_broker(settings)

@@ -23,7 +23,7 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.errors import QueueJoinTimeout
 
 from playlisteval import errors
-from playlisteval.actors import jobs, tasks
+from playlisteval.actors import ceilings, jobs, tasks
 from playlisteval.actors.app import App, current_app
 from playlisteval.actors.broker import is_redis, stop_worker
 from playlisteval.config import Settings
@@ -69,7 +69,14 @@ def run_job(job_id: int, kind: str) -> None:
     log.debug("job.start", job=job_id, kind=kind, item=job.item_id, run=job.run_id)
     try:
         settings, runner = _runner_for(app, job)
-        with jobs.renewed(app.engine, job_id, app.worker_id, lease_s):
+        ceiling = ceilings.job_s(app.settings)
+        why, item = ceilings.reason(f"the {kind} job", ceiling, "[broker] job_ceiling_s"), job.item_id
+
+        def give_up() -> None:  # past the ceiling (actors/ceilings.py): failed with the reason, worker alive or not
+            jobs.finish(app.engine, job_id, app.worker_id, error=why)
+            log.error("job.ceiling", job=job_id, kind=kind, item=item, ceiling_s=ceiling)
+
+        with jobs.renewed(app.engine, job_id, app.worker_id, lease_s, ceiling, give_up):
             result = _handler(job.kind)(settings, app.engine, runner, job)
     except Exception as exc:
         infra = as_infrastructure(exc)

@@ -9,8 +9,9 @@ on other machines, and ``--no-wait`` can return at once.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -137,12 +138,21 @@ def touch(engine: Engine, job_ids: Sequence[int]) -> None:
 
 
 @contextmanager
-def renewed(engine: Engine, job_id: int, worker: str, lease_s: float) -> Iterator[None]:
-    """Renew the job's lease every third of it while the block runs: a live holder never loses it."""
+def renewed(engine: Engine, job_id: int, worker: str, lease_s: float, ceiling_s: float = 0.0,
+            on_ceiling: Callable[[], None] | None = None) -> Iterator[None]:
+    """Renew the job's lease every third of it while the block runs: a live holder never loses it. Past
+    ``ceiling_s`` (when given) the lease is renewed no more and ``on_ceiling`` is called (actors/ceilings.py)."""
     stop = threading.Event()
+    deadline = time.monotonic() + ceiling_s if ceiling_s > 0 else float("inf")
 
     def beat() -> None:
-        while not stop.wait(max(0.1, lease_s / 3)):
+        while not stop.wait(max(0.1, min(lease_s / 3, ceiling_s or lease_s))):
+            if time.monotonic() >= deadline and on_ceiling is not None:
+                try:
+                    on_ceiling()
+                except Exception as exc:  # the store is down: the lease, renewed no more, lapses and is swept
+                    log.warning("job.ceiling_failed", job=job_id, error=f"{type(exc).__name__}: {exc}")
+                return
             try:
                 with transaction(engine) as s:
                     s.execute(update(WorkJob).where(col(WorkJob.id) == job_id, col(WorkJob.worker) == worker,

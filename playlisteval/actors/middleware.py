@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Any
 import dramatiq
 import structlog
 from dramatiq.broker import MessageProxy
+from dramatiq.middleware.time_limit import TimeLimitExceeded
 
+from playlisteval.actors import ceilings
 from playlisteval.errors import BudgetExceeded, as_infrastructure
 from playlisteval.logs import get_logger
 from playlisteval.models.budget import PAUSED_KEY
@@ -153,6 +155,11 @@ class StepClaim(StepMiddleware):
 
     def leave(self, turn: Turn, exception: BaseException | None) -> None:
         try:
+            if turn.claim is not None and not turn.settled and isinstance(exception, TimeLimitExceeded):
+                # past the ceiling: failed with the reason, not given back to run (and stop) again
+                turn.end_heartbeat()
+                turn.settled = True
+                _guarded(turn, lambda t: ceilings.fail_step(t, ceilings.step_s(t.app.settings)))
             if turn.claim is not None and not turn.settled:
                 release_quietly(turn)
         finally:
@@ -209,7 +216,8 @@ class LeaseHeartbeat(StepMiddleware):
     def enter(self, turn: Turn) -> None:
         if turn.ready:
             assert turn.claim is not None
-            turn.heartbeat = turn.app.leases.hold(turn.claim)
+            ceiling = ceilings.step_s(turn.app.settings)
+            turn.heartbeat = turn.app.leases.hold(turn.claim, ceiling, lambda: ceilings.fail_step(turn, ceiling))
             turn.heartbeat.__enter__()
 
     def leave(self, turn: Turn, exception: BaseException | None) -> None:

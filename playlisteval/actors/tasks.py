@@ -158,14 +158,13 @@ ALL: tuple[dramatiq.Actor[..., None], ...] = (*STEPS.values(), index_video, gate
 def bind(target: dramatiq.Broker, settings: Settings) -> None:
     """Declare every actor on ``target`` (an App's broker) with time limits from ``settings``."""
     with_middleware(target)
-    cfg = settings.runner
-    # the time limit must exceed a whole model call with its retries (DESIGN, delivery facts); the
-    # lease need not: it is renewed while the step runs
-    step_ms = int(max(settings.broker.lease_s, cfg.timeout_s * cfg.max_attempts) * 1000)
-    # a long video with ASR can take many minutes: [index] lease_s (its lease is renewed meanwhile)
-    index_ms = int(max(settings.index.lease_s, 60) * 1000)
-    # a question of the gate or a judge run: ten pairs, two weak judges each
-    job_ms = 20 * step_ms
+    # each actor's dramatiq time limit comes just after its start-to-close ceiling (actors/ceilings.py): the
+    # lease heartbeat fails the unit with the reason at the ceiling, the interrupt then frees the thread
+    from playlisteval.actors import ceilings
+
+    step_ms = ceilings.interrupt_ms(ceilings.step_s(settings), settings)
+    index_ms = ceilings.interrupt_ms(ceilings.index_s(settings), settings)
+    job_ms = ceilings.interrupt_ms(ceilings.job_s(settings), settings)
     for actor in ALL:
         limit = index_ms if actor is index_video else job_ms if actor in JOBS.values() else step_ms
         actor.options["time_limit"] = limit

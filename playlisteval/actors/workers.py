@@ -87,8 +87,8 @@ def run_foreground(app: App, work: Iterable[tuple[int, State]],
 
 def _raised(letters: list[Any]) -> list[BaseException]:
     """What the messages that gave up raised, for the caller to raise (the first): all but a step stopped at
-    its time limit, which gave its item back — the run ends with it unfinished, `resume` continues it (the
-    build's exit status says so), instead of a traceback."""
+    its time limit, whose item failed with its ceiling's reason (actors/ceilings.py) — the run ends with it
+    failed, `retry-failed` tries it again (the build's exit status says so), instead of a traceback."""
     out: list[BaseException] = []
     for message in letters:
         exc = getattr(message, "_exception", None) or Exception(f"{message} failed with an unknown error")

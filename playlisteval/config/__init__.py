@@ -116,6 +116,11 @@ class BrokerSettings(_Section):
     max_claims: PositiveInt = 5
     sweep_every_s: PositiveFloat = 15
     sweep_grace_s: NonNegativeFloat = 30  # a working item with no lease and no message this long gets a new message
+    # start-to-close ceilings (issue 44; actors/ceilings.py): past its ceiling a build step or a gate/judge/retrieve
+    # job is failed with the reason even while its worker lives and renews its lease. 0: derived — a step, one
+    # model call with all its retries ([runner] timeout_s x max_attempts, at least lease_s); a job, 20 steps
+    step_ceiling_s: NonNegativeFloat = 0
+    job_ceiling_s: NonNegativeFloat = 0
     # on SIGTERM a worker finishes its steps within this, else gives back what it holds and exits anyway (a
     # step blocked on a frozen Redis or a slow call would keep it alive for ever; issue 25)
     stop_timeout_s: PositiveFloat = 10
@@ -160,6 +165,11 @@ class IndexSettings(_Section):
     asr_threads: PositiveInt = 1  # CPU threads per faster-whisper model (index threads run one model each)
     asr_base_url: str = "http://127.0.0.1:8000/v1"  # qwen3-asr: the vLLM server (key: VLLM_API_KEY)
     asr_timeout_s: PositiveFloat = 120
+    # captions are the transcript only when they pass their checks (issue 44; index/caption_checks.py): at least
+    # this share of the chunks get text, and a sidecar is not older than its video by more than captions_stale_s
+    # (0: not checked); otherwise embedded subtitles or speech recognition make the transcript, with a warning
+    captions_min_share: Share = 0.25
+    captions_stale_s: NonNegativeFloat = 3600
     search_no_match: Cosine = 0.2  # `search` warns when its best score is below this
     # up to this many vectors a corpus is searched exactly, above it through HNSW. From `python -m bench
     # retrieval` (README "Retrieval", load 4-17): at 5,000-10,000 HNSW's recall@64 was 0.91-0.94 and a
@@ -179,7 +189,8 @@ class IndexSettings(_Section):
     ocr_threads: NonNegativeInt = 0
     ocr_weight: NonNegativeFloat = 1.0  # weight of the on-screen text against the transcript in a chunk vector
     threads: NonNegativeInt = 2  # index worker threads in the `index` process (one video each); 0 with Redis: none
-    # the longest one video's indexing may take (the index actor's time limit); the video's lease itself is
+    # the longest one video's indexing may take, its start-to-close ceiling: past it the video is skipped with the
+    # reason even while its worker lives (issue 44; actors/ceilings.py); the video's lease itself is
     # [broker] lease_s, renewed while it is indexed, so a dead holder's lapses within that (issue 25)
     lease_s: PositiveFloat = 3600
     wait_stall_s: PositiveFloat = 1800  # with Redis: stop waiting when no video finished for this long

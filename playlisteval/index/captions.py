@@ -47,25 +47,48 @@ def _clean(lines: list[str]) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def parse_captions(text: str) -> list[Cue]:
-    """Cues of an SRT or WebVTT document (both share the "start --> end" timing line).
+@dataclass(frozen=True)
+class CaptionFile:
+    """What a caption document held: its cues and how much of it could not be read (index/caption_checks.py)."""
+
+    cues: list[Cue]
+    blocks: int = 0  # blocks that should be cues: a timing line, or text that is not a header or a note
+    unreadable: int = 0  # of those, the blocks with no "start --> end" line (or times that run backwards)
+    binary: bool = False  # NUL bytes or other control characters: not a text file at all
+
+
+_HEADERS = ("WEBVTT", "NOTE", "STYLE", "REGION", "X-TIMESTAMP-MAP")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f]")
+
+
+def parse_caption_file(text: str) -> CaptionFile:
+    """Cues of an SRT or WebVTT document (both share the "start --> end" timing line), with a count of the
+    blocks that could not be read.
 
     Counter lines (SRT), cue identifiers, NOTE/STYLE/REGION blocks (WebVTT) and markup are dropped.
     Consecutive repeats of one line (rolling auto-captions) are kept once.
     """
     cues: list[Cue] = []
-    blocks = re.split(r"\n\s*\n", text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff"))
-    for block in blocks:
+    blocks = unreadable = 0
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    for block in re.split(r"\n\s*\n", text):
         lines = block.strip("\n").split("\n")
         timing_at = next((i for i, line in enumerate(lines) if _TIMING.match(line)), None)
         if timing_at is None:
-            continue  # header, NOTE, STYLE, REGION or junk
+            first = lines[0].strip()
+            if first and not first.startswith(_HEADERS) and not (len(lines) == 1 and first.isdigit()):
+                blocks, unreadable = blocks + 1, unreadable + 1  # junk where a cue should be
+            continue
+        blocks += 1
         match = _TIMING.match(lines[timing_at])
         assert match is not None
         g = match.groups()
         start, end = _seconds(*g[0:4]), _seconds(*g[4:8])
         body = _clean(lines[timing_at + 1:])
-        if not body or end < start:
+        if end < start:
+            unreadable += 1
+            continue
+        if not body:
             continue
         if cues and cues[-1].text == body:
             # rolling captions repeat a line in the next cue: extend instead of duplicating
@@ -74,10 +97,15 @@ def parse_captions(text: str) -> list[Cue]:
             continue
         cues.append(Cue(start, end, body))
     cues.sort(key=lambda c: (c.start, c.end))
-    return cues
+    return CaptionFile(cues, blocks, unreadable, binary=bool(_CONTROL.search(text)))
 
 
-def read_captions(path: str | Path) -> list[Cue]:
+def parse_captions(text: str) -> list[Cue]:
+    """The cues of an SRT or WebVTT document (``parse_caption_file`` without the count of what was unreadable)."""
+    return parse_caption_file(text).cues
+
+
+def read_caption_file(path: str | Path) -> CaptionFile:
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -87,7 +115,11 @@ def read_captions(path: str | Path) -> list[Cue]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("latin-1")  # old SRT files; never fails, at worst mangles accents
-    return parse_captions(text)
+    return parse_caption_file(text)
+
+
+def read_captions(path: str | Path) -> list[Cue]:
+    return read_caption_file(path).cues
 
 
 def text_between(cues: list[Cue], start: float, end: float) -> str:
@@ -129,6 +161,10 @@ def find_sidecar(video_path: str | Path) -> Path | None:
 
 
 def read_embedded(video_path: str | Path, track: int = 0, timeout_s: float = 300) -> list[Cue]:
+    return read_embedded_file(video_path, track, timeout_s).cues
+
+
+def read_embedded_file(video_path: str | Path, track: int = 0, timeout_s: float = 300) -> CaptionFile:
     """Cues of the video's ``track``-th text subtitle stream, converted to WebVTT by ffmpeg."""
     cmd = ["ffmpeg", "-nostdin", "-v", "error", "-i", str(video_path), "-map", f"0:s:{track}",
            "-f", "webvtt", "-"]
@@ -139,4 +175,4 @@ def read_embedded(video_path: str | Path, track: int = 0, timeout_s: float = 300
     if done.returncode != 0:
         detail = (done.stderr.decode(errors="replace").strip().splitlines() or ["unknown error"])[-1]
         raise MediaError(video_path, f"cannot read embedded subtitles: {detail}")
-    return parse_captions(done.stdout.decode("utf-8", errors="replace"))
+    return parse_caption_file(done.stdout.decode("utf-8", errors="replace"))

@@ -7,7 +7,7 @@ worker killed mid-video held it for an hour and `index` run again found nothing 
 
 - the lease is ``[broker] lease_s`` (60 s) and ``Renewal`` renews it every third of that while the video's
   work runs, so a live holder keeps it however long the video takes and a dead one's lapses within it;
-- ``reclaim_dead`` ends at once the lease of a holder known dead (a process of this machine that is gone);
+- ``reclaim_dead`` ends at once the lease of a holder known dead (a process of this PID namespace that is gone);
 - ``take_back_expired`` frees the videos whose lease lapsed, once: whoever freed one sends it a new message
   (the sweepers for the index run recorded by ``record_run``, the coordinator for its own run);
 - ``held`` names what is still held (which video, by whom, until when) for `index` to say so.
@@ -16,10 +16,9 @@ worker killed mid-video held it for an hour and `index` run again found nothing 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.logs import get_logger
-from playlisteval.store import items
+from playlisteval.store import identity
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import KeyValue, Video
 
@@ -57,16 +56,27 @@ def renew(engine: Engine, video_id: int, worker: str, lease_s: float) -> bool:
 
 
 class Renewal:
-    """Renews one video's lease every ``lease_s / 3`` on a thread of its own until ``stop``."""
+    """Renews one video's lease every ``lease_s / 3`` on a thread of its own until ``stop``, or until
+    ``ceiling_s`` (when given) have passed: then it calls ``on_ceiling`` and renews no more (issue 44: a video
+    that never ends is failed with its reason, however alive its worker)."""
 
-    def __init__(self, engine: Engine, video_id: int, worker: str, lease_s: float) -> None:
+    def __init__(self, engine: Engine, video_id: int, worker: str, lease_s: float, ceiling_s: float = 0.0,
+                 on_ceiling: Callable[[], None] | None = None) -> None:
         self.engine, self.video_id, self.worker, self.lease_s = engine, video_id, worker, lease_s
+        self.ceiling_s, self.on_ceiling = ceiling_s, on_ceiling
         self.lost = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"video-lease-{video_id}")
 
     def _run(self) -> None:
-        while not self._stop.wait(max(0.1, self.lease_s / 3)):
+        deadline = time.monotonic() + self.ceiling_s if self.ceiling_s > 0 else float("inf")
+        while not self._stop.wait(max(0.1, min(self.lease_s / 3, self.ceiling_s or self.lease_s))):
+            if time.monotonic() >= deadline and self.on_ceiling is not None:
+                try:
+                    self.on_ceiling()
+                except Exception as exc:  # the store is down: the lease, renewed no more, lapses and is swept
+                    log.warning("index.ceiling_failed", video=self.video_id, error=f"{type(exc).__name__}: {exc}")
+                return
             try:
                 if not renew(self.engine, self.video_id, self.worker, self.lease_s):
                     # judged dead (frozen past the lease): another worker may index it too; the results are
@@ -86,9 +96,10 @@ class Renewal:
 
 
 @contextmanager
-def renewed(engine: Engine, video_id: int, worker: str, lease_s: float) -> Iterator[Renewal]:
-    """Keep ``worker``'s lease on the video alive for the duration of the block."""
-    renewal = Renewal(engine, video_id, worker, lease_s)
+def renewed(engine: Engine, video_id: int, worker: str, lease_s: float, ceiling_s: float = 0.0,
+            on_ceiling: Callable[[], None] | None = None) -> Iterator[Renewal]:
+    """Keep ``worker``'s lease on the video alive for the duration of the block (up to ``ceiling_s``)."""
+    renewal = Renewal(engine, video_id, worker, lease_s, ceiling_s, on_ceiling)
     renewal.start()
     try:
         yield renewal
@@ -105,11 +116,10 @@ def give_back_all(engine: Engine, worker: str) -> list[int]:
 
 
 def holder_is_gone(owner: str) -> bool:
-    """Whether the process named in a video's lease (``host:pid`` or ``host:pid:index``) is known dead: only a
-    process of this machine can be checked; any other holder's lease runs out unless it renews it."""
-    host, _, rest = owner.partition(":")
-    pid = rest.split(":", 1)[0]
-    return host == socket.gethostname() and pid.isdigit() and items.owner_is_gone(f"{host}:{pid}")
+    """Whether the process named in a video's lease (``host:pid:place.nonce``, ``:index`` after it for `index`'s
+    own threads) is known dead: only a process of this PID namespace and boot can be checked
+    (store/identity.py); any other holder's lease runs out unless it renews it."""
+    return identity.is_gone(owner)
 
 
 def reclaim_dead(engine: Engine) -> list[int]:

@@ -133,7 +133,11 @@ def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name
     outcome = Outcome(run=run, status="indexed", full=video.status == "new", worker=worker)
     try:
         embedder = get_embedder(embedder_name, 0, settings.index)
-        with video_leases.renewed(engine, video_id, worker, lease_s):
+        # past [index] lease_s, its start-to-close ceiling, the video is failed with the reason even while this
+        # thread is still at it (stuck in a decoder, say); what the thread commits later is then discarded
+        ceiling = settings.index.lease_s
+        with video_leases.renewed(engine, video_id, worker, lease_s, ceiling,
+                                  lambda: give_up(engine, video_id, worker, outcome, ceiling, started, settings.index)):
             _work(settings, engine, video, embedder, outcome, worker, started)
     except MediaError as exc:  # unusable file: reported and skipped (SPEC A2)
         outcome.status, outcome.reason, outcome.cause = "skipped", exc.reason, "file"
@@ -155,6 +159,32 @@ def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name
     log.info("index.video", video=video_id, status=outcome.status, chunks=outcome.chunks,
              seconds=outcome.seconds, reason=outcome.reason[:120])
     return outcome
+
+
+def give_up(engine: Engine, video_id: int, worker: str, outcome: Outcome, ceiling_s: float, started: float,
+            cfg: IndexSettings) -> None:
+    """The video ran past its ceiling: skipped with the reason (a new video) or its outcome said (an indexed
+    one being re-embedded), compare-and-set on the holder; the run's coordinator reads it like any outcome."""
+    given = Outcome(run=outcome.run, status="skipped", full=outcome.full, worker=worker, cause="error",
+                    reason=(f"indexing exceeded its start-to-close ceiling of {ceiling_s:g} s ([index] lease_s); "
+                            "failed while its worker lived"), settings_key=settings_key(cfg),
+                    seconds=round(time.monotonic() - started, 3), warnings=list(outcome.warnings))
+    with transaction(engine) as session:
+        row = session.get(Video, video_id)
+        if row is None or row.lease_owner != worker:
+            return  # taken back meanwhile: whoever holds it now decides
+        if row.status == "new":
+            row.status, row.reason = "skipped", given.reason
+        row.lease_owner, row.lease_expires = "", 0.0
+        row.index_report = json.dumps(asdict(given))
+        session.add(row)
+    log.error("index.ceiling", video=video_id, ceiling_s=ceiling_s, worker=worker)
+
+
+def _given_up(row: Video | None, run: str) -> Outcome | None:
+    """The outcome a give-up wrote for ``run`` (the late commit of that run then writes nothing)."""
+    found = read_outcome(row.index_report) if row is not None else None
+    return found if found is not None and found.run == run and found.status != "indexed" else None
 
 
 def _finish_skipped(engine: Engine, video_id: int, worker: str, outcome: Outcome) -> None:
@@ -358,8 +388,13 @@ def _chunk_text(transcript: str, ocr_text: str) -> str:
 def _commit(engine: Engine, video: Video, embedder: Embedder, spans: list[tuple[float, float]], texts: list[str],
             ocr_texts: list[str], hashes: list[str], vectors: dict[int, np.ndarray],
             captions: str | None, duration: float, outcome: Outcome, worker: str) -> None:
-    """Chunks (upserted by index; rows past a now shorter end deleted), vectors, status: one transaction."""
+    """Chunks (upserted by index; rows past a now shorter end deleted), vectors, status: one transaction;
+    nothing when the video was given up at its ceiling meanwhile (the outcome then says so)."""
     with transaction(engine) as session:
+        given = _given_up(session.get(Video, video.id), outcome.run)
+        if given is not None:
+            outcome.status, outcome.reason = given.status, given.reason
+            return
         existing = {c.idx: c for c in session.exec(select(Chunk).where(Chunk.video_id == video.id)).all()}
         chunks: list[Chunk] = []
         for idx, (start, end) in enumerate(spans):

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -56,7 +54,7 @@ from playlisteval.models.request import (
     without_keys,
 )
 from playlisteval.prompts.schemas import SCHEMAS
-from playlisteval.store import kept, spend_totals
+from playlisteval.store import identity, kept, spend_totals
 from playlisteval.store.engine import read
 from playlisteval.store.tables import ModelCall, now
 
@@ -154,7 +152,7 @@ class Runner:
         self.engine = engine
         self.registry = registry or Registry(settings)
         self.sleep = sleep
-        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}"
+        self.worker = worker or identity.this_process()  # host:pid:place.nonce (issue 44)
         self.rate_limits = rate_limits or RateLimits(settings, owner=self.worker)
         self._rng = random.Random()
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
-import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.store import kept, outbox
+from playlisteval.store import identity, kept, outbox
 from playlisteval.store.direct import Direct, Inserts
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import TERMINAL, WORKING, Event, Limits, Progress, State, advance
@@ -232,22 +231,9 @@ def renew(engine: Engine, tokens: Iterable[str], lease_s: float) -> set[str]:
 
 
 def owner_is_gone(token: str) -> bool:
-    """Whether the process named in a lease token (``host:pid/…``) is known dead: only a process of this
-    machine can be checked; any other holder is judged by its heartbeat."""
-    host, _, rest = token.partition(":")
-    pid_text = rest.split("/", 1)[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    """Whether the process named in a lease token (``host:pid:place.nonce/…``) is known dead: only a process of
+    this PID namespace and boot can be checked (store/identity.py); any other holder is judged by its heartbeat."""
+    return identity.is_gone(token)
 
 
 def reclaim_dead(engine: Engine, stale_s: float | None = None) -> list[int]:
