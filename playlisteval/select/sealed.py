@@ -1,0 +1,124 @@
+"""Sealed versions (issue 41): what a benchmark version is made of, frozen when the version is recorded.
+
+A version's rows are built from tables that other work shares: pairs belong to items, not to a benchmark,
+so drawing another benchmark with other weak judges gates the same pairs again, and a described domain
+or a re-indexed video changes what a row would say. So when a version is recorded (select/versions.py:
+``ensure`` for version 1, ``advance`` for the next ones) its export's ``data/test.jsonl`` and
+``data/annotations.jsonl`` are kept byte for byte (zlib) in ``benchmark_seal``, with its statistics and
+its domains' descriptions. `export` of the version writes those bytes and checks them against the
+content hash the version recorded; a version recorded before seals existed is exported only when the rows
+built now still hash to what it recorded, and refused otherwise with what differs named.
+
+The rows are built once per recording: the text written is the text hashed is the text sealed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from playlisteval.errors import StoreError
+from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
+from playlisteval.select.export import benchmark_rows
+from playlisteval.select.stats import benchmark_stats
+from playlisteval.store.engine import transaction
+from playlisteval.store.tables import Benchmark, BenchmarkSeal
+
+LEVEL = 1  # zlib: ~4x smaller JSON at a few hundred MB/s; recording a 100k-pair version must stay cheap
+
+
+def jsonl_text(rows: list[dict[str, Any]], *, sort_keys: bool = False) -> str:
+    """An export's JSON Lines file, as export writes it (annotations with their keys sorted)."""
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=sort_keys) + "\n" for row in rows)
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Sealed:
+    """One version's content: the two JSON Lines files as text, its statistics and domain descriptions."""
+
+    rows_text: str
+    annotations_text: str
+    stats: dict[str, Any]
+    domains: dict[str, str]
+
+    @property
+    def content_hash(self) -> str:
+        return digest(self.rows_text)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.rows_text.splitlines()]
+
+
+def build(engine: Engine, bench: Benchmark, rows: list[dict[str, Any]] | None = None) -> Sealed:
+    """The live benchmark's content from the store (``rows``: already built by the caller, not again)."""
+    rows = benchmark_rows(engine, bench) if rows is None else rows
+    stats = benchmark_stats(engine, int(bench.id or 0)).as_dict()
+    described = released.domain_descriptions(engine)
+    return Sealed(jsonl_text(rows), jsonl_text(released.annotation_rows(engine, bench), sort_keys=True), stats,
+                  {d: described.get(d, "") for d in stats.get("pairs_by_domain", {})})
+
+
+def row_of(benchmark_id: int, version: int, sealed: Sealed) -> BenchmarkSeal:
+    """The seal's row, for the caller to add in the transaction that records the version."""
+    return BenchmarkSeal(benchmark_id=benchmark_id, version=version, content_hash=sealed.content_hash,
+                         rows=zlib.compress(sealed.rows_text.encode("utf-8"), LEVEL),
+                         annotations=zlib.compress(sealed.annotations_text.encode("utf-8"), LEVEL),
+                         stats=sealed.stats, domains=sealed.domains)
+
+
+def store(engine: Engine, benchmark_id: int, version: int, sealed: Sealed) -> None:
+    """Seal a version recorded before seals existed (its content checked equal to its hash by the caller)."""
+    with transaction(engine) as s:
+        if s.exec(select(BenchmarkSeal.id).where(BenchmarkSeal.benchmark_id == benchmark_id,
+                                                 BenchmarkSeal.version == version)).first() is None:
+            s.add(row_of(benchmark_id, version, sealed))
+
+
+def load(engine: Engine, bench: Benchmark, version: int, recorded_hash: str) -> Sealed | None:
+    """The version's seal (None: recorded before seals existed); one whose bytes do not hash to what the
+    version recorded is an error naming both, never exported."""
+    with transaction(engine) as s:
+        row = s.exec(select(BenchmarkSeal).where(BenchmarkSeal.benchmark_id == bench.id,
+                                                 BenchmarkSeal.version == version)).first()
+        if row is None:
+            return None
+        try:
+            sealed = Sealed(zlib.decompress(row.rows).decode("utf-8"), zlib.decompress(row.annotations).decode("utf-8"),
+                            dict(row.stats), dict(row.domains))
+        except (zlib.error, UnicodeDecodeError) as exc:
+            raise StoreError(f"benchmark {bench.name!r} version {version}: its sealed copy is unreadable ({exc})") \
+                from exc
+    if sealed.content_hash != recorded_hash:
+        raise StoreError(f"benchmark {bench.name!r} version {version}: its sealed data/test.jsonl hashes "
+                         f"{sealed.content_hash[:16]}…, not the recorded {recorded_hash[:16]}…: refusing to export it")
+    return sealed
+
+
+def _weak_judges(rows: list[dict[str, Any]]) -> Counter[str]:
+    return Counter(f"{w.get('role')}={w.get('model')}" for r in rows for w in r.get("weak_judges") or [])
+
+
+def differences(bench: Benchmark, version: int, recorded_pairs: int, rows: list[dict[str, Any]]) -> str:
+    """What the rows built now say that version ``version`` did not: its pair count, and weak judges the
+    benchmark was not drawn with (``benchmark.settings.weak_judges``); the rest is named by the hash."""
+    found: list[str] = []
+    if len(rows) != recorded_pairs:
+        found.append(f"{len(rows)} pair(s) now, {recorded_pairs} recorded")
+    drawn = (bench.settings or {}).get("weak_judges") or {}
+    wanted = {f"{role}={model}" for role, model in drawn.items()}
+    foreign = sorted(k for k in _weak_judges(rows) if wanted and k not in wanted)
+    if foreign:
+        found.append("weak_judges name " + ", ".join(foreign) + " but it was drawn with "
+                     + ", ".join(sorted(wanted)) + " (another draw gated its pairs again)")
+    return "; ".join(found) or "the rows' content (questions, answers, segments or verdicts) changed"
