@@ -234,8 +234,8 @@ def _write_draw(engine: Engine, name: str, seed: int, drawn_with: dict[str, Any]
                 s.add(BenchmarkPair(benchmark_id=bid, pair_id=pair_id, a_is_better=side_of(seed, pkeys[pair_id])))
         s.flush()
         # the verdicts this draw was gated with become the benchmark's own (issue 41): in SQL, no row in Python
-        s.execute(update(BenchmarkPair).where(col(BenchmarkPair.benchmark_id) == bid).values(
-            difficulty=sa_select(col(Pair.difficulty)).where(col(Pair.id) == col(BenchmarkPair.pair_id)).scalar_subquery()))
+        gated = sa_select(col(Pair.difficulty)).where(col(Pair.id) == col(BenchmarkPair.pair_id)).scalar_subquery()
+        s.execute(update(BenchmarkPair).where(col(BenchmarkPair.benchmark_id) == bid).values(difficulty=gated))
     return bid
 
 
