@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, func, select
 
 from playlisteval.errors import StoreError
 from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
@@ -122,3 +122,32 @@ def differences(bench: Benchmark, version: int, recorded_pairs: int, rows: list[
         found.append("weak_judges name " + ", ".join(foreign) + " but it was drawn with "
                      + ", ".join(sorted(wanted)) + " (another draw gated its pairs again)")
     return "; ".join(found) or "the rows' content (questions, answers, segments or verdicts) changed"
+
+
+def describe(engine: Engine, domain: str, description: str) -> list[str]:
+    """A domain's new description in the seal of each benchmark's *live* version that holds the domain (the
+    names of those benchmarks). A description is the user's word about the release, set with `describe`
+    after a draw as often as before; its content hash (data/test.jsonl) does not cover it. Superseded
+    versions keep the description they were recorded with."""
+    from playlisteval.store.tables import BenchmarkVersion
+
+    with transaction(engine) as s:
+        newest = (select(BenchmarkVersion.benchmark_id, func.max(BenchmarkVersion.version).label("version"))
+                  .group_by(col(BenchmarkVersion.benchmark_id)).subquery())
+        found = s.exec(select(BenchmarkSeal, Benchmark.name)
+                       .join(newest, (newest.c.benchmark_id == col(BenchmarkSeal.benchmark_id))
+                             & (newest.c.version == col(BenchmarkSeal.version)))
+                       .join(Benchmark, col(Benchmark.id) == col(BenchmarkSeal.benchmark_id))).all()
+        changed = []
+        for seal, name in found:
+            if domain not in (seal.domains or {}):
+                continue
+            lines = [json.loads(line) for line in zlib.decompress(seal.annotations).decode("utf-8").splitlines()]
+            for line in lines:
+                if line.get("domain") == domain:
+                    line["domain_description"] = description
+            seal.annotations = zlib.compress(jsonl_text(lines, sort_keys=True).encode("utf-8"), LEVEL)
+            seal.domains = {**seal.domains, domain: description}
+            s.add(seal)
+            changed.append(str(name))
+    return changed
