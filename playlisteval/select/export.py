@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,14 +36,12 @@ from playlisteval.errors import ConfigError
 from playlisteval.models.simulated import NOTE as SIMULATED_NOTE
 from playlisteval.models.simulated import is_simulated
 from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
+from playlisteval.select.content import Sealed
 from playlisteval.select.pairs import find_benchmark, pair_texts
 from playlisteval.select.stats import BenchmarkStats, Length, benchmark_stats
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Benchmark, BenchmarkPair, Item, Pair, Playlist, Seed, Segment, Video
-
-if TYPE_CHECKING:
-    from playlisteval.select.sealed import Sealed
 
 PARQUET = "data/test.parquet"
 JSONL = "data/test.jsonl"

@@ -14,11 +14,9 @@ The rows are built once per recording: the text written is the text hashed is th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -26,38 +24,13 @@ from sqlmodel import col, func, select
 
 from playlisteval.errors import StoreError
 from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
+from playlisteval.select.content import Sealed, jsonl_text
 from playlisteval.select.export import benchmark_rows
 from playlisteval.select.stats import benchmark_stats
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Benchmark, BenchmarkSeal
 
 LEVEL = 1  # zlib: ~4x smaller JSON at a few hundred MB/s; recording a 100k-pair version must stay cheap
-
-
-def jsonl_text(rows: list[dict[str, Any]], *, sort_keys: bool = False) -> str:
-    """An export's JSON Lines file, as export writes it (annotations with their keys sorted)."""
-    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=sort_keys) + "\n" for row in rows)
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@dataclass
-class Sealed:
-    """One version's content: the two JSON Lines files as text, its statistics and domain descriptions."""
-
-    rows_text: str
-    annotations_text: str
-    stats: dict[str, Any]
-    domains: dict[str, str]
-
-    @property
-    def content_hash(self) -> str:
-        return digest(self.rows_text)
-
-    def rows(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.rows_text.splitlines()]
 
 
 def build(engine: Engine, bench: Benchmark, rows: list[dict[str, Any]] | None = None) -> Sealed:

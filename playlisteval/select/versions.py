@@ -27,6 +27,8 @@ from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, StoreError
 from playlisteval.logs import get_logger
 from playlisteval.select import sealed as sealed_content
+from playlisteval.select.content import digest
+from playlisteval.select.content import jsonl_text as content_text
 from playlisteval.select.export import ExportReport, benchmark_rows, card_text, export
 from playlisteval.select.pairs import find_benchmark
 from playlisteval.store import versions as stored_versions
@@ -38,11 +40,11 @@ log = get_logger(__name__)
 
 def jsonl_text(rows: list[dict[str, Any]]) -> str:
     """The export's data/test.jsonl, as export writes it."""
-    return sealed_content.jsonl_text(rows)
+    return content_text(rows)
 
 
 def content_hash(rows: list[dict[str, Any]]) -> str:
-    return sealed_content.digest(jsonl_text(rows))
+    return digest(jsonl_text(rows))
 
 
 def _rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
