@@ -111,13 +111,22 @@ def other_draw_keeps_the_export(settings: Settings, tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (other / "data/test.jsonl").read_text().splitlines()]
     assert {w["model"] for r in rows for w in r["weak_judges"] if w["role"] == "F_first"} == {OTHER_JUDGE}
 
+    # a description set now (issue 20: after the draw) reaches the live version's annotations, not its rows
+    domain = json.loads((before / "data/annotations.jsonl").read_text().splitlines()[0])["domain"]
+    run(settings, "describe", domain, "Described after the draw")
+    live = tmp_path / "live"
+    run(settings, "export", str(live))
+    assert {json.loads(line)["domain_description"] for line in (live / "data/annotations.jsonl").read_text()
+            .splitlines()} == {"Described after the draw"}
+    assert (live / "data/test.jsonl").read_bytes() == (before / "data/test.jsonl").read_bytes()
+
     run(settings, "remove", "--domain", "Education", "--force")
     assert [v["version"] for v in versions(settings)] == [1, 2]
     first = tmp_path / "first"
     result = json.loads(run(settings, "export", str(first), "--version", "1", "--json").output)
     assert "data/annotations.jsonl" in result["files"] and not result["notes"]
     for name in FILES:
-        assert (first / name).read_bytes() == (before / name).read_bytes(), name
+        assert (first / name).read_bytes() == (live / name).read_bytes(), name
     assert json.loads((first / "provenance.json").read_text())["content_hash"] == recorded
 
 
