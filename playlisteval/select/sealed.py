@@ -4,10 +4,11 @@ A version's rows are built from tables that other work shares: pairs belong to i
 so drawing another benchmark with other weak judges gates the same pairs again, and a described domain
 or a re-indexed video changes what a row would say. So when a version is recorded (select/versions.py:
 ``ensure`` for version 1, ``advance`` for the next ones) its export's ``data/test.jsonl`` and
-``data/annotations.jsonl`` are kept byte for byte (zlib) in ``benchmark_seal``, with its statistics and
-its domains' descriptions. `export` of the version writes those bytes and checks them against the
-content hash the version recorded; a version recorded before seals existed is exported only when the rows
-built now still hash to what it recorded, and refused otherwise with what differs named.
+``data/annotations.jsonl`` are kept byte for byte (zlib) in ``benchmark_seal`` with its domains'
+descriptions (its statistics from its first export or its freeze). `export` of the version writes those
+bytes and checks them against the content hash the version recorded; a version recorded before seals
+existed is exported only when the rows built now still hash to what it recorded, and refused otherwise
+with what differs named.
 
 The rows are built once per recording: the text written is the text hashed is the text sealed.
 """
@@ -34,12 +35,28 @@ LEVEL = 1  # zlib: ~4x smaller JSON at a few hundred MB/s; recording a 100k-pair
 
 
 def build(engine: Engine, bench: Benchmark, rows: list[dict[str, Any]] | None = None) -> Sealed:
-    """The live benchmark's content from the store (``rows``: already built by the caller, not again)."""
+    """The live benchmark's content from the store (``rows``: already built by the caller, not again). Its
+    statistics are left to ``with_stats``: they are not in the content hash, read only the benchmark's own
+    rows, and cost as much again as the rows at 100k pairs — recording a version stays as fast as it was."""
     rows = benchmark_rows(engine, bench) if rows is None else rows
-    stats = benchmark_stats(engine, int(bench.id or 0)).as_dict()
     described = released.domain_descriptions(engine)
-    return Sealed(jsonl_text(rows), jsonl_text(released.annotation_rows(engine, bench), sort_keys=True), stats,
-                  {d: described.get(d, "") for d in stats.get("pairs_by_domain", {})})
+    return Sealed(jsonl_text(rows), jsonl_text(released.annotation_rows(engine, bench), sort_keys=True), {},
+                  {d: described.get(d, "") for d in sorted({str(r.get("domain", "")) for r in rows})})
+
+
+def with_stats(engine: Engine, bench: Benchmark, version: int, sealed: Sealed) -> Sealed:
+    """``sealed`` with its statistics, computed and kept in its seal the first time they are asked for (its
+    first export, or when it is frozen before a change supersedes it: select/versions.py ``freeze``)."""
+    if sealed.stats:
+        return sealed
+    sealed.stats = benchmark_stats(engine, int(bench.id or 0)).as_dict()
+    with transaction(engine) as s:
+        row = s.exec(select(BenchmarkSeal).where(BenchmarkSeal.benchmark_id == bench.id,
+                                                 BenchmarkSeal.version == version)).first()
+        if row is not None and not row.stats:
+            row.stats = sealed.stats
+            s.add(row)
+    return sealed
 
 
 def row_of(benchmark_id: int, version: int, sealed: Sealed) -> BenchmarkSeal:

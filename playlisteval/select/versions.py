@@ -83,6 +83,7 @@ def freeze(settings: Settings, engine: Engine, bench: Benchmark) -> None:
         return
     content = sealed_content.load(engine, bench, live.version, live.content_hash)
     if content is not None:  # the card as the seal's statistics and descriptions say, no row rebuilt
+        content = sealed_content.with_stats(engine, bench, live.version, content)
         st = stats_of(content.stats)
         card = card_text(settings, engine, bench, st, live.pairs, described=content.domains)
         snapshot: dict[str, Any] = {"stats": content.stats}
@@ -202,6 +203,10 @@ def export_version(settings: Settings, out: Path, name: str | None = None, *, ve
             raise StoreError(_refusal(bench, chosen, copy["rows"]))
         notes.append(f"version {chosen.version} was frozen before annotations were kept with it: "
                      "data/annotations.jsonl is not in this export")
+    if content is not None and not content.stats and copy is not None and copy.get("stats"):
+        content.stats = dict(copy["stats"])  # frozen with the version: not today's
+    elif content is not None:
+        content = sealed_content.with_stats(engine, bench, chosen.version, content)
     return export(settings, out, name, version=None if live else chosen.version, frozen=copy, sealed=content,
                   notes=notes, **kwargs)
 
