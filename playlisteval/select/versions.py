@@ -127,8 +127,8 @@ def advance(engine: Engine, reason: str) -> list[tuple[str, int, str]]:
         if live is None:
             continue
         rows = _rows(engine, bench)
-        digest = content_hash(rows)
-        if digest == live.content_hash:
+        now_hash = content_hash(rows)
+        if now_hash == live.content_hash:
             if (bid, live.version) not in sealed_versions:
                 sealed_content.store(engine, bid, live.version, sealed_content.build(engine, bench, rows))
             with transaction(engine) as s:
@@ -139,10 +139,10 @@ def advance(engine: Engine, reason: str) -> list[tuple[str, int, str]]:
             continue
         content = sealed_content.build(engine, bench, rows)
         with transaction(engine) as s:
-            s.add(BenchmarkVersion(benchmark_id=bid, version=live.version + 1, content_hash=digest,
+            s.add(BenchmarkVersion(benchmark_id=bid, version=live.version + 1, content_hash=now_hash,
                                    pairs=len(rows), reason=reason))
             s.add(sealed_content.row_of(bid, live.version + 1, content))
-        made.append((bench.name, live.version + 1, digest))
+        made.append((bench.name, live.version + 1, now_hash))
         log.info("benchmark.version", benchmark=bench.name, version=live.version + 1, reason=reason)
     return made
 
