@@ -18,6 +18,7 @@ def describe_cmd(ctx: click.Context, domain: str | None, description: str | None
     """Set DOMAIN's DESCRIPTION (what its playlists cover), or list every domain's when none is given."""
     from sqlmodel import col, select
 
+    from playlisteval.select import sealed
     from playlisteval.store import open_store, transaction
     from playlisteval.store.tables import Domain
 
@@ -33,6 +34,7 @@ def describe_cmd(ctx: click.Context, domain: str | None, description: str | None
                 s.add(row)
         rows = {d.name: d.description for d in s.exec(select(Domain).order_by(col(Domain.name))).all()
                 if domain is None or d.name == domain}
+    released = sealed.describe(engine, domain, rows[domain]) if domain is not None and description is not None else []
     if as_json:
         emit_json(rows)
         return
@@ -42,6 +44,9 @@ def describe_cmd(ctx: click.Context, domain: str | None, description: str | None
     for name, text in rows.items():
         table.add_row(Text(name), Text(text or "—"))
     console.print(table)
+    if released:  # issue 41: the live versions' sealed annotations carry it; older versions keep theirs
+        console.print(f"released with the live version of {', '.join(map(repr, released))}; older versions keep "
+                      "the description they were recorded with", highlight=False)
 
 
 COMMANDS: list[click.Command] = [describe_cmd]

@@ -113,7 +113,7 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
             "domains": {d: vars(v) for d, v in out.domains.items()}, "gate": vars(out.gate),
             "selected": out.selected, "too_easy": out.too_easy, "warnings": out.warnings,
             "version": out.version, "redrawn": out.redrawn, "new_version": out.new_version,
-            "accepted_since_draw": out.new_items,
+            "accepted_since_draw": out.new_items, "weak_judges_changed": out.judges_changed,
             "simulated": is_simulated(open_store(settings)),
             "provenance": provenance(open_store(settings), settings, out.name)}))
         print_gate_problems(out.gate)
@@ -147,11 +147,12 @@ def select_cmd(ctx: click.Context, name: str | None, questions_per_domain: int |
 
 def _select_exit(out: Any) -> int:
     """The gate's exit status; else 3 (INCOMPLETE) when items accepted after the draw were left out of
-    an existing benchmark (run with --redraw to draw them in)."""
+    an existing benchmark (run with --redraw to draw them in), or its weak judges changed since its draw
+    (it was not gated again: draw under a new name)."""
     from playlisteval.commands.exitcodes import DONE, INCOMPLETE
 
     code = gate_exit(out.gate)
-    return code if code != DONE else INCOMPLETE if out.new_items else DONE
+    return code if code != DONE else INCOMPLETE if out.new_items or out.judges_changed else DONE
 
 
 @click.command("export")
@@ -176,11 +177,13 @@ def export_cmd(ctx: click.Context, out: Path, benchmark: str | None, force: bool
     st = report.stats
     if as_json:
         emit_json({"out": str(out), "pairs": report.rows, "files": [str(p.relative_to(out)) for p in report.files],
-                   "stats": st.as_dict(), "provenance": report.provenance})
+                   "stats": st.as_dict(), "provenance": report.provenance, "notes": report.notes})
         return
     console.print(f"wrote {report.rows} pair(s) to {out}: " + ", ".join(str(p.relative_to(out)) for p in report.files))
     console.print(f"{st.sampled_after} question(s); gaps {st.pairs_by_gap}; longer answer wins "
                   f"{st.longer_answer_wins_pct}% of pairs")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
 
 
 _EVIDENCE = click.Choice(["retrieved", "uniform", "oracle"])

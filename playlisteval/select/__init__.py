@@ -6,6 +6,8 @@ Public names:
     select_benchmark, Selection                               sampling.py   — F3 and the items' moves
     benchmark_stats, BenchmarkStats                           stats.py      — F4
     export, ExportReport                                      export.py     — Parquet, JSONL, dataset card
+    (versions.py: a benchmark's versions; sealed.py and content.py: what each version is made of, frozen
+    when it is recorded — issue 41)
 """
 
 from playlisteval.select.difficulty import GateReport, run_gate

@@ -103,9 +103,10 @@ def write(engine: Engine, bench: Benchmark, out: Path) -> Path:
     return path
 
 
-def card_section(engine: Engine, domains: list[str]) -> str:
-    """The card's domains (paper Table 13) and what the annotations file holds."""
-    described = domain_descriptions(engine)
+def card_section(engine: Engine, domains: list[str], described: dict[str, str] | None = None) -> str:
+    """The card's domains (paper Table 13) and what the annotations file holds; ``described``: the
+    descriptions a sealed version recorded (select/sealed.py), else the store's now."""
+    described = domain_descriptions(engine) if described is None else described
     lines = ["## Domains", "", "| Domain | Description |", "|---|---|"]
     lines += [f"| {markdown_text(d)} | {markdown_text(described.get(d) or '—')} |" for d in domains]
     lines += ["", "Set a domain's description with `playlisteval describe DOMAIN \"TEXT\"`.", "",

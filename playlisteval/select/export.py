@@ -36,6 +36,7 @@ from playlisteval.errors import ConfigError
 from playlisteval.models.simulated import NOTE as SIMULATED_NOTE
 from playlisteval.models.simulated import is_simulated
 from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
+from playlisteval.select.content import Sealed
 from playlisteval.select.pairs import find_benchmark, pair_texts
 from playlisteval.select.stats import BenchmarkStats, Length, benchmark_stats
 from playlisteval.store import open_store
@@ -53,6 +54,7 @@ class ExportReport:
     files: list[Path]
     stats: BenchmarkStats
     provenance: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what this export lacks, and why
 
 
 def collection_root(engine: Engine) -> Path:
@@ -112,10 +114,11 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
     with transaction(engine) as s:
         sides = {int(p): bool(a) for p, a in s.exec(select(BenchmarkPair.pair_id, BenchmarkPair.a_is_better)
                                                      .where(in_bench)).all()}
-        # the weak judges' verdicts alone: whole Pair objects cost ~10 us each at a million pairs
-        difficulties = {int(p or 0): d or {} for p, d in s.exec(
-            select(Pair.id, Pair.difficulty).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
-            .where(in_bench)).all()}
+        # the weak judges' verdicts alone: whole Pair objects cost ~10 us each at a million pairs. The
+        # benchmark's own (copied at its draw, issue 41) — the pair's are the last gate's, maybe another draw's
+        difficulties = {int(p or 0): (own if own is not None else shared) or {} for p, own, shared in s.exec(
+            select(Pair.id, BenchmarkPair.difficulty, Pair.difficulty)
+            .join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)).all()}
     texts = pair_texts(engine, sides)
     with transaction(engine) as s:
         qas = {int(i or 0): qa for i, qa in s.exec(select(Item.id, QA).join(QA, col(QA.id) == col(Item.current_qa_id))
@@ -224,11 +227,13 @@ Word counts are of the texts without citations.
 
 def export(settings: Settings, out: Path, name: str | None = None, *, force: bool = False,
            progress: Callable[[str, int, int], None] | None = None, version: int | None = None,
-           frozen: dict[str, Any] | None = None) -> ExportReport:
-    """``progress(task, done, total)`` is called as each file is written (the CLI's bar). ``frozen``: the
-    copy an older ``version`` of the benchmark kept when it was superseded, written instead of the live
-    benchmark (select/versions.py ``export_version`` finds it). Beside the data: provenance.json, and the
-    same block at the end of the card (issue 22)."""
+           frozen: dict[str, Any] | None = None, sealed: Sealed | None = None,
+           notes: list[str] | None = None) -> ExportReport:
+    """``progress(task, done, total)`` is called as each file is written (the CLI's bar). ``sealed``: the
+    version's content as it was recorded (select/sealed.py), written byte for byte; ``frozen``: the copy an
+    older ``version`` kept when it was superseded (its card; its rows where it has no seal). Neither: the
+    live benchmark from the store. select/versions.py ``export_version`` finds both. Beside the data:
+    provenance.json, and the same block at the end of the card (issue 22)."""
     tick = progress or (lambda task, done, total: None)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} is a file, not a folder")
@@ -240,43 +245,56 @@ def export(settings: Settings, out: Path, name: str | None = None, *, force: boo
     engine = open_store(settings)
     bench = find_benchmark(engine, name or settings.select.benchmark)
     tick("export steps", 0, 6)
-    rows = benchmark_rows(engine, bench) if frozen is None else frozen["rows"]
+    rows = sealed.rows() if sealed is not None else benchmark_rows(engine, bench) if frozen is None else frozen["rows"]
     if not rows:
         raise ConfigError(f"benchmark {bench.name!r} has no pairs to export")
     tick("export steps", 1, 6)
-    st = benchmark_stats(engine, int(bench.id or 0)) if frozen is None else stats_of(frozen["stats"])
+    st = (stats_of(sealed.stats) if sealed is not None else stats_of(frozen["stats"]) if frozen is not None
+          else benchmark_stats(engine, int(bench.id or 0)))
     tick("export steps", 2, 6)
     (out / "data").mkdir(parents=True, exist_ok=True)
     parquet, jsonl, card, stats = out / PARQUET, out / JSONL, out / "README.md", out / "stats.json"
     pq.write_table(pa.Table.from_pylist(rows), parquet)
     tick("export steps", 3, 6)
     with jsonl.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if sealed is not None:
+            f.write(sealed.rows_text)  # the bytes the version's content hash was taken of
+        else:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
     tick("export steps", 4, 6)
     prov = provenance(engine, settings, int(bench.id or 0), version=version, generated=True)
-    body = card_text(settings, engine, bench, st, len(rows)) if frozen is None else str(frozen["card"])
+    body = (str(frozen["card"]) if frozen is not None else
+            card_text(settings, engine, bench, st, len(rows), described=sealed.domains if sealed else None))
     from playlisteval.benchmark.check_record import card_section as check_section  # issue 41: videos checked
 
     card.write_text(body + "\n" + check_section(engine, int(bench.id or 0)) + "\n" + card_lines(prov),
                     encoding="utf-8")
     # issue 20: the causal records and domain descriptions in their own file (the parquet stays as it was)
-    extra = [released.write(engine, bench, out)] if frozen is None else []
+    extra: list[Path] = []
+    if sealed is not None:
+        (out / released.ANNOTATIONS).write_text(sealed.annotations_text, encoding="utf-8")
+        extra.append(out / released.ANNOTATIONS)
+    elif frozen is None:
+        extra.append(released.write(engine, bench, out))
     tick("export steps", 5, 6)
     stats.write_text(json.dumps(st.as_dict(), indent=2), encoding="utf-8")
     provenance_file = out / "provenance.json"  # beside the data: the data files stay as they were (issue 22)
     provenance_file.write_text(json.dumps(prov, indent=2), encoding="utf-8")
     tick("export steps", 6, 6)
-    return ExportReport(out, len(rows), [parquet, jsonl, card, stats, provenance_file, *extra], st, prov)
+    return ExportReport(out, len(rows), [parquet, jsonl, card, stats, provenance_file, *extra], st, prov,
+                        list(notes or []))
 
 
-def card_text(settings: Settings, engine: Engine, bench: Benchmark, st: BenchmarkStats, rows: int) -> str:
-    """The dataset card of the live benchmark, without its provenance lines (a frozen version keeps this)."""
+def card_text(settings: Settings, engine: Engine, bench: Benchmark, st: BenchmarkStats, rows: int, *,
+              described: dict[str, str] | None = None) -> str:
+    """The dataset card of the live benchmark, without its provenance lines (a frozen version keeps this);
+    ``described``: the domains' descriptions a sealed version recorded (else the store's now)."""
     from playlisteval.analytics.science import card_section  # issue 9: shortcut audit, accuracy by gap
 
     return (_card(bench.name, st, rows, is_simulated(engine)) + "\n"
             + card_section(settings, engine, int(bench.id or 0)) + "\n"
-            + released.card_section(engine, list(st.pairs_by_domain)))
+            + released.card_section(engine, list(st.pairs_by_domain), described))
 
 
 def stats_of(data: dict[str, Any]) -> BenchmarkStats:

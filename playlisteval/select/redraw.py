@@ -20,10 +20,14 @@ a command again. The times compared are the store's own (``item_event.at``, ``be
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import delete, func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from playlisteval.config import Settings
+from playlisteval.select.gate_key import judge_key
 from playlisteval.store import versions as stored_versions
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import FINISHED, State
@@ -86,6 +90,31 @@ def refusal(name: str, version: int, found: dict[str, int], default_name: str) -
             f"{named}` draws version {version + 1} from every accepted item (version {version} stays readable: "
             f"`leaderboard --version {version}`, `export --version {version}`), or `select --name NEW` draws "
             "another benchmark")
+
+
+def judges_changed(settings: Settings, bench: Benchmark) -> list[str]:
+    """``F_first: sim/weak → sim/judge`` for each weak judge configured now that is not the one the benchmark
+    was gated with (its key where the draw recorded one — model, generation settings, prompt, evidence —
+    else its model); a benchmark drawn before weak judges were recorded has nothing to compare."""
+    drawn: dict[str, Any] = bench.settings or {}
+    models, keys = drawn.get("weak_judges") or {}, drawn.get("weak_judge_keys") or {}
+    changed = []
+    for role, was in sorted(models.items()):
+        now = settings.model_for(role)
+        if now != was:
+            changed.append(f"{role}: {was} → {now}")
+        elif role in keys and keys[role] != judge_key(settings, role):
+            changed.append(f"{role}: {was} with other settings (generation, prompt or evidence)")
+    return changed
+
+
+def judges_refusal(name: str, version: int, changed: list[str], default_name: str) -> str:
+    """The message of a re-select whose weak judges are not those the benchmark was gated with."""
+    named = "" if name == default_name else f" --name {name}"
+    return (f"benchmark {name!r} version {version} was gated by other weak judges than those configured now "
+            f"({'; '.join(changed)}): it was not judged again and stays as drawn; `playlisteval select --name NEW` "
+            f"gates and draws another benchmark with them, or `playlisteval select --redraw{named}` draws version "
+            f"{version + 1} of this one with them (version {version} stays readable: `export --version {version}`)")
 
 
 def clear_draw(s: Session, benchmark_id: int) -> None:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import select as sa_select
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
@@ -30,6 +32,7 @@ from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.models.runner import Runner
 from playlisteval.select.difficulty import GateReport, pending_pairs, run_gate
+from playlisteval.select.gate_key import judge_key
 from playlisteval.select.keys import by_key, pair_key, question_keys
 from playlisteval.select.pairs import finished_items, make_pairs, side_of
 from playlisteval.store import items as item_store
@@ -66,6 +69,7 @@ class Selection:
     redrawn: bool = False  # an existing benchmark drawn again (redraw=True)
     version: int = 0  # the live version after this run
     new_version: bool = False  # this run made it (a redraw whose content moved)
+    judges_changed: list[str] = field(default_factory=list)  # weak judges configured now ≠ those it was drawn with
 
     @property
     def pairs(self) -> int:
@@ -103,6 +107,10 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
         out.new_items = redraw_rules.accepted_since(engine, into)
         if out.new_items:  # never left out without a word (issue 22)
             out.warnings.append(redraw_rules.refusal(name, out.version, out.new_items, settings.select.benchmark))
+        out.judges_changed = redraw_rules.judges_changed(settings, into)
+        if out.judges_changed:  # not gated again, and not silently (issue 41)
+            out.warnings.append(redraw_rules.judges_refusal(name, out.version, out.judges_changed,
+                                                            settings.select.benchmark))
         return out
     if into is not None:
         _fix_protocol_and_version(settings, engine, int(into.id or 0))  # its version 1 first, to freeze
@@ -168,7 +176,8 @@ def select_benchmark(settings: Settings, name: str | None = None, *, runner: Run
     pair_item = {p: i for i, ps in kept_by_item.items() for p in ps}
     drawn_with = {"questions_per_domain": count, "pairs_per_domain": cfg.pairs_per_domain,
                   "difficulty_evidence": cfg.difficulty_evidence, "difficulty_scope": cfg.difficulty_scope,
-                  "weak_judges": {role: settings.model_for(role) for role in ("F_first", "F_second")}}
+                  "weak_judges": {role: settings.model_for(role) for role in ("F_first", "F_second")},
+                  "weak_judge_keys": {role: judge_key(settings, role) for role in ("F_first", "F_second")}}
     if into is not None:
         from playlisteval.select import versions
 
@@ -223,6 +232,10 @@ def _write_draw(engine: Engine, name: str, seed: int, drawn_with: dict[str, Any]
                     drawn_pairs=sum(1 for p in drawn[domain_id] if pair_item[p] == item_id)))
             for pair_id in drawn[domain_id]:
                 s.add(BenchmarkPair(benchmark_id=bid, pair_id=pair_id, a_is_better=side_of(seed, pkeys[pair_id])))
+        s.flush()
+        # the verdicts this draw was gated with become the benchmark's own (issue 41): in SQL, no row in Python
+        gated = sa_select(col(Pair.difficulty)).where(col(Pair.id) == col(BenchmarkPair.pair_id)).scalar_subquery()
+        s.execute(update(BenchmarkPair).where(col(BenchmarkPair.benchmark_id) == bid).values(difficulty=gated))
     return bid
 
 

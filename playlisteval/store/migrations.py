@@ -56,6 +56,20 @@ def add_columns(table: str, columns: list[tuple[str, str, str]]) -> Migration:
     return migrate
 
 
+def add_json_column_from(table: str, column: str, source: str, key: str) -> Migration:
+    """A nullable JSON column filled from ``source``'s column of the same name through ``table.key`` (an
+    older store's rows get what they read until now); a store that has the column is left as it is."""
+
+    def migrate(conn: Connection) -> None:
+        if column in {c["name"] for c in inspect(conn).get_columns(table)}:
+            return
+        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} JSON"))
+        conn.execute(text(f"UPDATE {table} SET {column} = (SELECT {source}.{column} FROM {source} "
+                          f"WHERE {source}.id = {table}.{key})"))
+
+    return migrate
+
+
 def widen_real_to_double(table: str, column: str) -> Migration:
     """PostgreSQL's REAL is 4 bytes (a Unix time to ~2 minutes); SQLite's REAL is already 8: a no-op there."""
 
@@ -168,6 +182,10 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     # relocatable projects (issue 41): named media roots; paths inside the project stored relative to it
     ("4130_media_root", create_tables("media_root")),
     ("4131_media_paths_relative", relative_inside_project),
+    # sealed versions (issue 41): each benchmark's own weak-judge verdicts (backfilled from its pairs), and
+    # what each version is made of, frozen when it is recorded
+    ("2310_benchmark_pair_difficulty", add_json_column_from("benchmark_pair", "difficulty", "pair", "pair_id")),
+    ("2311_benchmark_seal", create_tables("benchmark_seal")),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

@@ -314,6 +314,9 @@ class BenchmarkPair(StoreTable, table=True):
     benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
     pair_id: int = Field(foreign_key="pair.id")
     a_is_better: bool = True  # SPEC G5: side drawn once per pair from a shared seed
+    # 2310 (issue 41): the weak judges' verdicts this benchmark was gated with, copied from the pair at the
+    # draw: another benchmark's gate with other weak judges rewrites ``pair.difficulty``, never these
+    difficulty: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
 
 class BenchmarkQuestion(StoreTable, table=True):
@@ -673,3 +676,22 @@ class MediaRoot(StoreTable, table=True):
     name: str = Field(primary_key=True)
     path: str  # absolute, as set on this store's machine
     set_at: float = Field(default_factory=now)
+
+
+class BenchmarkSeal(StoreTable, table=True):
+    """What one version of a benchmark is made of, frozen when the version is recorded (issue 41, 2311):
+    its export's ``data/test.jsonl`` and ``data/annotations.jsonl`` byte for byte (zlib), its statistics and
+    its domains' descriptions. `export` of the version writes these, never rows rebuilt from shared tables
+    that a later draw or gate may have changed (select/sealed.py)."""
+
+    __tablename__ = "benchmark_seal"
+    __table_args__ = (UniqueConstraint("benchmark_id", "version"),)
+    id: int | None = Field(default=None, primary_key=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    version: int = 1
+    content_hash: str = ""  # sha256 of the uncompressed ``rows``: the version's content hash
+    rows: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zlib of data/test.jsonl
+    annotations: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # zlib of data/annotations.jsonl
+    stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    domains: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))  # name → description
+    sealed_at: float = Field(default_factory=now)
