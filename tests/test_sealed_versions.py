@@ -23,7 +23,7 @@ from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import BenchmarkPair, ModelCall, Pair
 from tests.eval_helpers import indexed_seeded_store
-from tests.helpers import env_for, project
+from tests.helpers import env_for, project, share_media
 from tests.judged_project import OVERRIDES
 
 FILES = ("data/test.jsonl", "data/test.parquet", "data/annotations.jsonl", "stats.json")
@@ -49,6 +49,7 @@ def copy_of(source: Path, root: Path) -> Settings:
     project(root, **OVERRIDES)
     with sqlite3.connect(source / "playlisteval.db") as a, sqlite3.connect(root / "playlisteval.db") as b:
         a.backup(b)
+    share_media(source, root)  # the store names its videos relative to its project (issue 41)
     return project(root, **OVERRIDES)
 
 

@@ -41,6 +41,7 @@ from playlisteval.select.pairs import find_benchmark, pair_texts
 from playlisteval.select.stats import BenchmarkStats, Length, benchmark_stats
 from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
+from playlisteval.store.media_paths import attached
 from playlisteval.store.tables import QA, Benchmark, BenchmarkPair, Item, Pair, Playlist, Seed, Segment, Video
 
 PARQUET = "data/test.parquet"
@@ -69,7 +70,15 @@ def collection_root(engine: Engine) -> Path:
         return Path("/")
     # a playlist's source is its folder, or the manifest file that listed it: the parent of either
     folders = [os.path.dirname(source or os.path.dirname(path)) for path, source in rows]
-    return Path(os.path.commonpath(folders + [os.path.dirname(path) for path, _ in rows]))
+    root = Path(os.path.commonpath(folders + [os.path.dirname(path) for path, _ in rows]))
+    # never above the project when every video is inside it (a playlist added from the project folder
+    # itself): a path would start with the project folder's own name, and a copy elsewhere (issue 41)
+    # would export other rows
+    roots = attached(engine.dialect)
+    if roots is not None and roots.project != root and roots.project.is_relative_to(root) and all(
+            Path(path).is_relative_to(roots.project) for path, _ in rows):
+        return roots.project
+    return root
 
 
 def video_ref(video: Video, root: Path) -> dict[str, str]:
