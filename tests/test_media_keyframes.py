@@ -192,7 +192,7 @@ def test_ocr_models_load_once_per_process_not_per_thread(monkeypatch: pytest.Mon
 
     def load(threads: int) -> Any:
         made.append(threads)
-        return lambda image: SimpleNamespace(txts=("EXIT 12",), scores=(0.9,))
+        return lambda image, **flags: SimpleNamespace(txts=("EXIT 12",), scores=(0.9,))
 
     monkeypatch.setattr(ocr, "_load", load)
     image = Image.new("RGB", (64, 32))
