@@ -20,9 +20,12 @@
                                           select, eval judge, eval retrieve, search, leaderboard, report) on a
                                           720p30 H.264 collection, beside ffmpeg's decodes and the floor of
                                           reading the store (bench/pipeline_speed.py)
-    python -m bench index-command [options]  the whole `index --profile` on a 5-minute 720p30 lecture with
-                                          captions, beside ffmpeg's keyframe-only and full decode of the same
-                                          file (bench/index_command.py)
+    python -m bench index-command [options]  the whole `index --profile` on 5 minutes of camera-like 720p30
+                                          (2.7 Mbit/s, per-frame clock, captions) and on the lecture, each beside
+                                          ffmpeg's keyframe-only and full decode of the same file
+                                          (bench/index_command.py, bench/camera_media.py)
+    python -m bench embed-batches [options]  MiniLM's CPU on the index's text mix, batches cut by token length
+                                          vs fixed batches of 32, vectors equal (bench/embed_batches.py)
     python -m bench index-hours [options]  the whole `index` over 10 hours of 720p30 lectures (20 files made
                                           by stream-copying six 5-minute lectures): hours per wall hour, peak
                                           memory, linearity, 100 hours projected (bench/index_hours.py)
@@ -47,7 +50,7 @@ MODULES = {"index": "bench.index_speed", "retrieval": "bench.retrieval_speed", "
            "commands": "bench.commands_speed", "pipeline": "bench.pipeline_speed",
            "index-command": "bench.index_command", "index-hours": "bench.index_hours",
            "evidence": "bench.evidence_cold", "science": "bench.science",
-           "capacity": "bench.capacity"}
+           "capacity": "bench.capacity", "embed-batches": "bench.embed_batches"}
 
 args = sys.argv[1:]
 name = args.pop(0) if args and args[0] in MODULES else "index"  # no name (or only options): the index benchmark

@@ -47,7 +47,7 @@ def _same(a: Image.Image, b: Image.Image) -> bool:
     return a.size == b.size and bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
 
-def test_samples_move_to_a_keyframe_only_inside_their_quarter(tmp_path: Path) -> None:
+def test_samples_move_to_a_keyframe_of_their_quarter_first_then_of_their_chunk(tmp_path: Path) -> None:
     video = _keyed_video(tmp_path / "gop15.mp4", 40, 15)
     keys = keyframe_times(video)
     assert keys == [0.0, 15.0, 30.0]
@@ -60,6 +60,11 @@ def test_samples_move_to_a_keyframe_only_inside_their_quarter(tmp_path: Path) ->
         for i, t in enumerate(row):
             assert start + (end - start) * i / 4 <= t < start + (end - start) * (i + 1) / 4
     assert keyed_sample_times(spans, 4, []) == sample_times(spans, 4)
+    # a sample with no keyframe in its quarter takes a free one elsewhere in its chunk, never one of another
+    # chunk nor one another sample of its chunk has (issue 43)
+    assert keyed_sample_times([(0.0, 20.0)], 4, [0.0, 1.0, 2.0, 19.0, 20.0]) == [[0.0, 1.0, 2.0, 19.0]]
+    assert keyed_sample_times([(0.0, 20.0)], 4, [0.5, 21.0]) == [[0.5, 7.5, 12.5, 17.5]]
+    assert keyed_sample_times([(0.0, 20.0)], 2, [0.0, 4.0, 6.0]) == [[4.0, 6.0]]
     # the keyed reader returns the very frames an exact decode shows at those times, in either order of modes
     flat = [t for row in keyed for t in row]
     exact = frames_at(video, flat, None, (160, 160))
@@ -192,7 +197,7 @@ def test_ocr_models_load_once_per_process_not_per_thread(monkeypatch: pytest.Mon
 
     def load(threads: int) -> Any:
         made.append(threads)
-        return lambda image: SimpleNamespace(txts=("EXIT 12",), scores=(0.9,))
+        return lambda image, **flags: SimpleNamespace(txts=("EXIT 12",), scores=(0.9,))
 
     monkeypatch.setattr(ocr, "_load", load)
     image = Image.new("RGB", (64, 32))

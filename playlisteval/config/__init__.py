@@ -179,6 +179,10 @@ class IndexSettings(_Section):
     # on-screen text (issue 3): OCR of the sampled frames, embedded with the transcript
     ocr: OcrBackend = "rapidocr"  # rapidocr (offline, bundled models) or none
     ocr_max_side: PositiveInt = 640  # frames are shrunk to this longest side before OCR (cost grows with area)
+    # a whole frame's text lines are found on the frame shrunk to this longest side, then only lines that
+    # are new or changed are recognised, at ocr_max_side (index/ocr_boxes.py); 0: detect and recognise
+    # every line at ocr_max_side. Smaller is faster but misses text under ~8 px tall at this size.
+    ocr_detect_side: NonNegativeInt = 384
     ocr_min_score: Share = 0.5  # recognised lines below this confidence are dropped
     # a frame is not re-read when under ocr_skip_share of its 64x64 grey thumbnail differs from the last
     # frame read by more than ocr_skip_level grey levels (of 255): it reuses that frame's text

@@ -33,6 +33,7 @@ import numpy as np
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
 from playlisteval.index import modality
+from playlisteval.index.length_batches import length_batches
 from playlisteval.index.rows import ChunkInput, Embedder, normalize_rows
 
 
@@ -99,12 +100,12 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
-        # batches of similar length waste little on padding
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # a batch is padded to its longest text: cut where token length jumps (length_batches.py), never
+        # by count alone, or short OCR lines pay for a long transcript's tokens
+        tokens = model.tokenize(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for first in range(0, len(order), self.batch_size):
-            rows = order[first:first + self.batch_size]
-            out[rows] = model.encode([texts[i] for i in rows])
+        for rows in length_batches([len(t) for t in tokens], max_rows=self.batch_size):
+            out[rows] = model.encode_tokens([tokens[i] for i in rows])
         return normalize_rows(out)
 
 

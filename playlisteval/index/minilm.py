@@ -68,14 +68,21 @@ class MiniLMEncoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-norm float32 rows, one per text."""
+        return self.encode_tokens(self.tokenize(texts))
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids (special tokens included, cut at MAX_TOKENS): what batches are cut by."""
         with self.lock:
-            encodings = self.tokenizer.encode_batch(texts)
-        longest = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), longest), dtype=np.int64)
-        mask = np.zeros((len(texts), longest), dtype=np.float32)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1.0
+            return [list(e.ids) for e in self.tokenizer.encode_batch(texts)]
+
+    def encode_tokens(self, tokens: list[list[int]]) -> np.ndarray:
+        """Unit-norm float32 rows for tokenized texts, padded to the longest of them."""
+        longest = max(len(t) for t in tokens)
+        ids = np.zeros((len(tokens), longest), dtype=np.int64)
+        mask = np.zeros((len(tokens), longest), dtype=np.float32)
+        for row, one in enumerate(tokens):
+            ids[row, : len(one)] = one
+            mask[row, : len(one)] = 1.0
         # OpenBLAS spread even a five-token query over every core: on a busy machine its threads' waiting
         # turned a 10-ms query into half a second; the index already runs one video per thread
         with one_blas_thread():

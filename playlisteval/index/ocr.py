@@ -20,6 +20,7 @@ from PIL import Image
 
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
+from playlisteval.index.ocr_boxes import Box, ChangedLines, meets
 
 _HAS_WORD = re.compile(r"[^\W_]{2,}")  # a line needs two letters or digits in a row to be text
 THUMB = (64, 64)
@@ -100,11 +101,10 @@ class RapidOcr:
     def read_boxes(self, image: Image.Image) -> list[tuple[str, Box]]:
         """The text lines with their boxes (x0, y0, x1, y1 in the image's pixels), top to bottom."""
         threads, engine = self._take()
-        try:
-            result = engine(image.convert("RGB"))
+        try:  # the flags every time: a call with other flags (detect) leaves them set on the engine
+            result = engine(image.convert("RGB"), use_det=True, use_cls=False, use_rec=True)
         finally:
-            with self._pool_lock:
-                self._idle.setdefault(threads, []).append(engine)
+            self._give(threads, engine)
         texts = getattr(result, "txts", None) or ()
         scores = getattr(result, "scores", None) or (1.0,) * len(texts)
         raw_boxes = getattr(result, "boxes", None)
@@ -113,9 +113,46 @@ class RapidOcr:
         return [(t.strip(), box) for t, s, box in zip(texts, scores, boxes, strict=False)
                 if s >= self.min_score and _HAS_WORD.search(t)]
 
+    def _give(self, threads: int, engine: Any) -> None:
+        with self._pool_lock:
+            self._idle.setdefault(threads, []).append(engine)
 
-#: a text line's box: x0, y0, x1, y1 in pixels of the frame it was read from
-Box = tuple[float, float, float, float]
+    # detection and recognition as separate calls, for ocr_boxes.ChangedLines (issue 43)
+    def prepare(self, image: Image.Image) -> np.ndarray:
+        """The image as rapidocr's models take it (its own loader: the same channel order as ``read``)."""
+        from rapidocr.utils.load_image import LoadImage
+
+        return np.asarray(LoadImage()(image.convert("RGB")))
+
+    def detect(self, image: np.ndarray) -> list[np.ndarray]:
+        """The text lines' quadrilaterals (4 x 2, the image's pixels), without recognising them."""
+        threads, engine = self._take()
+        try:
+            result = engine(image, use_det=True, use_cls=False, use_rec=False)
+        finally:
+            self._give(threads, engine)
+        boxes = getattr(result, "boxes", None)
+        return [] if boxes is None else [np.asarray(b, dtype=np.float32).reshape(4, 2) for b in boxes]
+
+    @staticmethod
+    def crop(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
+        from rapidocr.utils.process_img import get_rotate_crop_image
+
+        return np.asarray(get_rotate_crop_image(image, quad))
+
+    def recognize(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
+        """Each cropped line's text and confidence, in order (one batched call)."""
+        if not crops:
+            return []
+        threads, engine = self._take()
+        try:
+            result = engine.recognize_txt(crops)
+        finally:
+            self._give(threads, engine)
+        texts, scores = tuple(result.txts or ()), tuple(result.scores or ())
+        if len(texts) != len(crops) or len(scores) != len(crops):
+            raise RuntimeError(f"rapidocr recognised {len(texts)} lines for {len(crops)} crops")
+        return [(str(t), float(s)) for t, s in zip(texts, scores, strict=True)]
 
 
 def _bounds(points: Any) -> Box:
@@ -176,10 +213,6 @@ PARTIAL_MAX_SHARE = 0.25
 _MIN_CROP = 32  # pixels: a smaller region grows to this, so the detector has something to look at
 
 
-def _meets(a: Box, b: Box) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
 def _scaled(box: Box, scale: float, dx: float, dy: float) -> Box:
     """A box read from a crop at ``scale`` back in the frame's pixels."""
     return box[0] / scale + dx, box[1] / scale + dy, box[2] / scale + dx, box[3] / scale + dy
@@ -196,10 +229,15 @@ class FrameTextReader:
     An engine that gives no boxes (``read`` only) reads whole frames as before.
     """
 
-    def __init__(self, engine: OcrEngine, max_side: int, skip_share: float, skip_level: float) -> None:
+    def __init__(self, engine: OcrEngine, max_side: int, skip_share: float, skip_level: float,
+                 detect_side: int = 0) -> None:
         self.engine, self.max_side = engine, max_side
         self.skip_share, self.skip_level = skip_share, skip_level
         self.stats = OcrStats()
+        # a whole frame: detect at detect_side, recognise only the lines that changed (ocr_boxes.py)
+        self.boxes = ChangedLines(engine, detect_side, max_side, skip_share, skip_level,
+                                  getattr(engine, "min_score", 0.0), _HAS_WORD) \
+            if detect_side > 0 and hasattr(engine, "detect") and hasattr(engine, "recognize") else None
         self._last_thumb: np.ndarray | None = None
         self._last_lines: list[str] = []
         self._last_boxes: list[tuple[str, Box]] | None = None  # the last lines with boxes (frame pixels)
@@ -218,7 +256,10 @@ class FrameTextReader:
                 return self._read_region(image, thumb, region, self._last_boxes)
         scale = self._scale(image)
         small = self._resized(image, scale)
-        if hasattr(self.engine, "read_boxes"):
+        if self.boxes is not None:
+            found = [(line.text, line.box) for line in self.boxes.read(image)]
+            self._last_boxes, self._last_lines = found, [t for t, _ in found]
+        elif hasattr(self.engine, "read_boxes"):
             found = [(t, _scaled(b, scale, 0.0, 0.0)) for t, b in self.engine.read_boxes(small)]
             self._last_boxes, self._last_lines = found, [t for t, _ in found]
         else:
@@ -246,7 +287,7 @@ class FrameTextReader:
         box = (max(0.0, (cols.min() - 1) * sx), max(0.0, (rows.min() - 1) * sy),
                min(float(w), (cols.max() + 2) * sx), min(float(h), (rows.max() + 2) * sy))
         for _text, line in self._last_boxes or []:
-            if _meets(box, line):
+            if meets(box, line):
                 box = (min(box[0], line[0]), min(box[1], line[1]), max(box[2], line[2]), max(box[3], line[3]))
         grow_x, grow_y = max(0.0, _MIN_CROP - (box[2] - box[0])) / 2, max(0.0, _MIN_CROP - (box[3] - box[1])) / 2
         box = (max(0.0, box[0] - grow_x), max(0.0, box[1] - grow_y),
@@ -261,7 +302,9 @@ class FrameTextReader:
         x0, y0 = int(region[0]), int(region[1])
         crop = self._resized(image.crop((x0, y0, int(np.ceil(region[2])), int(np.ceil(region[3])))), scale)
         read = [(t, _scaled(b, scale, x0, y0)) for t, b in self.engine.read_boxes(crop)]  # type: ignore[attr-defined]
-        kept = [(t, b) for t, b in last if not _meets(b, region)]
+        kept = [(t, b) for t, b in last if not meets(b, region)]
+        if self.boxes is not None:
+            self.boxes.forget(region)
         found = sorted(kept + read, key=lambda tb: (round(tb[1][1]), tb[1][0]))
         self._last_thumb, self._last_boxes, self._last_lines = thumb, found, [t for t, _ in found]
         self.stats.read += 1

@@ -240,7 +240,8 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                           KeptFrames(kept_root(settings.media_dir), video.path)) if with_frames else None
     texter = None
     if ocr is not None and outcome.full:
-        texter = FrameTextReader(ocr, cfg.ocr_max_side, cfg.ocr_skip_share, cfg.ocr_skip_level)
+        texter = FrameTextReader(ocr, cfg.ocr_max_side, cfg.ocr_skip_share, cfg.ocr_skip_level,
+                                 cfg.ocr_detect_side)
     rec = recipe(embedder, cfg.ocr_weight)
     if needs_frames(embedder):  # the vector depends on which frames of which file were read
         rec += f"|frames={per_chunk}|keyed|{video.sha256 or info.size}"
