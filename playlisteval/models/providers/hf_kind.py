@@ -40,7 +40,7 @@ def read_config(tf: Any, model: str, declared: JudgeDeclaration) -> Any:
         hint = "" if declared.trust_remote_code else (
             "; if it ships its own modeling code, add trust_remote_code = true to its declaration")
         raise PermanentModelError(f"hf: cannot load {model}: its config cannot be read, so its kind is unknown: "
-                                  f"{str(exc)[:300]}{hint}; {_fix(model)}") from exc
+                                  f"{' '.join(str(exc).split())[:300]}{hint}; {_fix(model)}") from exc
 
 
 def kind_of(config: Any, model: str = "", declared: JudgeDeclaration | None = None) -> str:
@@ -55,8 +55,9 @@ def kind_of(config: Any, model: str = "", declared: JudgeDeclaration | None = No
     if declared.kind == "reward":
         if not classifier and not declared.score_method:
             raise PermanentModelError(
-                f"hf/{model} is declared kind = \"reward\" but its config ({named}) has no {CLASSIFIER} head and no score_method is declared: "
-                "name the model's scoring method (score_method = \"get_score\") or declare it kind = \"generative\"")
+                f"hf/{model} is declared kind = \"reward\" but its config ({named}) has no {CLASSIFIER} head "
+                "and no score_method is declared: name the model's scoring method (score_method = \"get_score\") "
+                "or declare it kind = \"generative\"")
         return "reward"
     if declared.kind == "generative":
         if classifier:
