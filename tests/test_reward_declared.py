@@ -137,7 +137,8 @@ def test_an_undeclared_remote_code_model_is_an_error_naming_the_fix(settings: Se
     """Its config needs its own code: unread, its kind is unknown — an error, never the pair prompt."""
     runner = _runner(settings)
     spec = f"hf/{models['scorer']}"
-    with pytest.raises(PermanentModelError, match=r"kind is unknown.*trust_remote_code = true.*\[judges"):
+    fix = r"kind is unknown.*\[judges.*trust_remote_code = true.*kind = \"reward\""
+    with pytest.raises(PermanentModelError, match=fix):
         is_reward_judge(runner, spec)
     reply = _scored(runner, spec, JudgeInput([], ""))
     assert reply.outcome == ERROR and "kind is unknown" in (reply.error or "")

@@ -33,14 +33,16 @@ def _fix(model: str) -> str:
 
 
 def read_config(tf: Any, model: str, declared: JudgeDeclaration) -> Any:
-    """The model's config, with its own code when declared; unreadable is a permanent error naming the fix."""
+    """The model's config, with its own code when declared; unreadable is a permanent error, naming the
+    declaration that fixes it when the model is there but ships its own code."""
     try:
         return tf.AutoConfig.from_pretrained(model, trust_remote_code=declared.trust_remote_code)
     except (OSError, ValueError, KeyError) as exc:
         hint = "" if declared.trust_remote_code else (
-            "; if it ships its own modeling code, add trust_remote_code = true to its declaration")
-        raise PermanentModelError(f"hf: cannot load {model}: its config cannot be read, so its kind is unknown: "
-                                  f"{' '.join(str(exc).split())[:300]}{hint}; {_fix(model)}") from exc
+            f'; if the model is there and ships its own modeling code, declare it: [judges."hf/{model}"] '
+            'trust_remote_code = true, with kind = "reward" (and its score_method) or kind = "generative"')
+        raise PermanentModelError(f"hf: cannot load {model}: cannot read its config, so its kind is unknown: "
+                                  f"{' '.join(str(exc).split())[:300]}{hint}") from exc
 
 
 def kind_of(config: Any, model: str = "", declared: JudgeDeclaration | None = None) -> str:
