@@ -177,3 +177,41 @@ def test_a_reward_declaration_its_provider_cannot_honour_is_an_error(settings: S
     settings.judges["sim/judge"] = JudgeDeclaration(kind="reward")
     with pytest.raises(PermanentModelError, match="cannot score one answer"):
         is_reward_judge(runner_for(settings), "sim/judge")
+
+
+@pytest.fixture(scope="module")
+def selected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.judged_project import make_selected
+
+    return make_selected(tmp_path_factory.mktemp("declared-project"))
+
+
+def test_eval_judge_scores_a_declared_remote_code_judge_per_answer(selected: Path, tmp_path: Path,
+                                                                   models: dict[str, Path]) -> None:
+    """The whole path: `eval judge --judge hf/<scorer>` with the declaration in playlisteval.toml asks two
+    reward calls per pair (never the pair prompt); undeclared, every pair is an error naming the fix."""
+    from sqlalchemy import text
+
+    from playlisteval.store import open_store
+    from tests.judged_project import cli, copy_of, json_lines
+
+    spec = f"hf/{models['scorer']}"
+    settings = copy_of(selected, tmp_path / "p")
+    undeclared = cli(settings, "eval", "judge", "--judge", spec, "--modality", "transcript", "--json", code=None)
+    [failed] = json_lines(undeclared)
+    assert undeclared.exit_code != 0 and failed["judged"] == 0 and failed["errors"] == failed["pairs"] > 0
+    assert "kind is unknown" in failed["error_messages"][0] and "[judges." in failed["error_messages"][0]
+    toml = settings.root / "playlisteval.toml"
+    toml.write_text(toml.read_text() + f'\n[judges."{spec}"]\nkind = "reward"\nscore_method = "get_score"\n'
+                    'trust_remote_code = true\n')
+    settings = copy_of(selected, tmp_path / "q")
+    (settings.root / "playlisteval.toml").write_text(toml.read_text())
+    [run] = json_lines(cli(settings, "eval", "judge", "--judge", spec, "--modality", "transcript", "--json"))
+    assert run["judged"] == run["pairs"] > 0 and run.get("errors", 0) == 0
+    with open_store(settings).connect() as c:
+        calls = c.execute(text("SELECT status FROM model_call WHERE run_id = :r"), {"r": run["run_id"]}).all()
+        raws = [json.loads(r) for (r,) in c.execute(text("SELECT raw FROM judgment WHERE run_id = :r"),
+                                                    {"r": run["run_id"]})]
+    assert len(calls) == 2 * run["pairs"] and {s for (s,) in calls} <= {"ok", "cached"}  # one per answer
+    # the method's score: the answer's length (no frames with --modality transcript), a whole number
+    assert all(r["reward"] and r["score_a"] == int(r["score_a"]) > 0 for r in raws)
