@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from playlisteval.config.judges import JudgeDeclaration, check_judges, move_role_declarations
 from playlisteval.errors import ConfigError, ProjectNotFound
 
 CONFIG_NAME = "playlisteval.toml"
@@ -505,6 +506,8 @@ class Settings(BaseModel):
     # issue 42: a model's own OpenAI-compatible server, "provider/model" as written → base URL; every role,
     # judge and weak judge using that model goes there; unlisted models keep [providers]' base URL
     endpoints: dict[str, ServerUrl] = Field(default_factory=dict)
+    # issue 42: how a model judges, declared (config/judges.py): "provider/model" → kind, score method
+    judges: dict[str, JudgeDeclaration] = Field(default_factory=dict)
     estimate: EstimateSettings = Field(default_factory=EstimateSettings)
     sim: SimSettings = Field(default_factory=SimSettings)
     select: SelectSettings = Field(default_factory=SelectSettings)
@@ -524,12 +527,19 @@ class Settings(BaseModel):
         if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
             return data
         models, generation = dict(data["models"]), dict(data.get("generation") or {})
+        judges = dict(data.get("judges") or {})
         for role, value in data["models"].items():
             if isinstance(value, dict):
                 table = dict(value)
                 models[role] = table.pop("model", DEFAULT_MODELS.get(role, ""))
+                move_role_declarations(role, models[role], table, judges)  # a kind is the model's, not the role's
                 generation[role] = {**generation.get(role, {}), **table}
-        return {**data, "models": models, "generation": generation}
+        return {**data, "models": models, "generation": generation, **({"judges": judges} if judges else {})}
+
+    @field_validator("judges")
+    @classmethod
+    def _judge_models(cls, judges: dict[str, JudgeDeclaration]) -> dict[str, JudgeDeclaration]:
+        return check_judges(judges)
 
     @field_validator("endpoints")
     @classmethod

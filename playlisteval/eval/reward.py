@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from playlisteval.errors import ModelError
+from playlisteval.errors import ModelError, PermanentModelError
 from playlisteval.eval.judging import JudgeInput, Reply, stop_reason
 from playlisteval.eval.verdicts import ERROR, TIE, VERDICT
 from playlisteval.models.reasoning import answer_of
@@ -27,12 +27,23 @@ from playlisteval.prompts.reward import REWARD_TEMPLATE
 
 
 def is_reward_judge(runner: Runner, spec: str) -> bool:
-    """Whether ``spec`` names a classifier reward model: its provider says so (``is_reward_model``); a
-    provider without the notion has none. A model whose kind cannot be read raises its ModelError."""
+    """Whether ``spec`` names a reward model: its provider says so (``is_reward_model``, which for hf/ reads
+    the model's ``[judges]`` declaration too); a provider without the notion has none. A declaration its
+    provider contradicts — ``kind = "reward"`` for a model it can only prompt, ``"generative"`` for one it can
+    only score — is a PermanentModelError, as is a model whose kind cannot be read: never a guessed kind."""
     provider_name, model = split_spec(spec)
     provider = runner.registry.get(provider_name)
     check = getattr(provider, "is_reward_model", None)
-    return bool(check(model)) if callable(check) else False
+    reward = bool(check(model)) if callable(check) else False
+    declared = runner.settings.judges.get(spec)
+    if declared is not None and declared.kind == "reward" and not reward:
+        raise PermanentModelError(f"{spec} is declared kind = \"reward\" in [judges] but provider "
+                                  f"{provider_name} cannot score one answer with it: remove the declaration "
+                                  "or serve the model through hf/")
+    if declared is not None and declared.kind == "generative" and reward:
+        raise PermanentModelError(f"{spec} is declared kind = \"generative\" in [judges] but it is a reward "
+                                  "model: it cannot write a verdict; declare kind = \"reward\"")
+    return reward
 
 
 def score_of(text: str) -> float | None:

@@ -1,14 +1,16 @@
 """Local models through transformers, for reward models and judges a vLLM server cannot serve (SPEC G7).
 
-transformers is imported only when a model is first loaded (extra ``gpu``). The model's config decides
-how it is used: a ``*ForSequenceClassification`` model is a reward model (SPEC G7): it scores one answer
-at a time — the reward prompt (prompts/reward.py) cut into the user's turn and the assistant's answer, with
-the frames when its config has a vision tower — and the reply is its score as ``{"score": x}``; any other
-prompt sent to it is a permanent error, never a score. A vision-language model
-(``*ForConditionalGeneration`` / image-text-to-text) sees video as frames capped by the model's image
-limit; anything else is a text-only causal LM. Models are loaded once per process and kept; a lock per
-model serialises generation on it. A GPU is used when there is one (``hf_device``); a call is charged its
-latency in GPU-seconds only when it ran on a GPU.
+transformers is imported only when a model is first loaded (extra ``gpu``). The model's config, or its
+``[judges."hf/…"]`` declaration, decides how it is used (hf_kind.py): a ``*ForSequenceClassification`` model,
+or one declared ``kind = "reward"``, is a reward model (SPEC G7): it scores one answer at a time — the reward
+prompt (prompts/reward.py) cut into the user's turn and the assistant's answer, with the frames when its
+config has a vision tower (a remote-code scorer gets them through its declared ``score_method``) — and the
+reply is its score as ``{"score": x}``; any other prompt sent to it is a permanent error, never a score. A
+vision-language model (``*ForConditionalGeneration`` / image-text-to-text) sees video as frames capped by the
+model's image limit; another known generative head is a text-only causal LM; any other architecture is an
+error, never a guess. Models are loaded once per process and kept; a lock per model serialises generation on
+it. A GPU is used when there is one (``hf_device``); a call is charged its latency in GPU-seconds only when
+it ran on a GPU.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic import BaseModel
 
 from playlisteval.config import Settings
 from playlisteval.errors import PermanentModelError, ProviderNotAvailable
+from playlisteval.models.providers.hf_kind import declaration_of, kind_of, method_of, read_config, score_with
 from playlisteval.models.providers.media_parts import framed, frames_record, image_limit
 from playlisteval.models.providers.pixel_budget import fit_images
 from playlisteval.models.providers.wire import mmss, strict_json_schema
@@ -48,6 +51,7 @@ class Loaded:
     device: str
     lock: threading.Lock
     sees_images: bool = False  # a vision model, or a reward model with a vision tower
+    score: Any = None  # a remote-code reward model's own scoring method (hf_kind.score_with)
 
 
 class HFProvider:
@@ -83,24 +87,33 @@ class HFProvider:
                 return self._models[model_id]
             tf = _transformers()
             device = self.device()
+            declared = declaration_of(self.settings, model_id)
+            config = read_config(tf, model_id, declared)
+            kind = kind_of(config, model_id, declared)
+            score = None
             try:
-                config = tf.AutoConfig.from_pretrained(model_id)
-                kind = kind_of(config)
-                options = {"dtype": self.dtype(device)}
+                options = {"dtype": self.dtype(device), "trust_remote_code": declared.trust_remote_code}
+                remote = {"trust_remote_code": declared.trust_remote_code}
                 sees = kind == "vision" or (kind == "reward" and getattr(config, "vision_config", None) is not None)
-                if kind == "reward":
+                if kind == "reward" and declared.score_method:  # its own class (auto_map), scored by its method
+                    model = tf.AutoModel.from_pretrained(model_id, **options)
+                    score, sees = method_of(model, model_id, declared), True
+                    tokenizer = tf.AutoTokenizer.from_pretrained(model_id, **remote)
+                    if getattr(model, "tokenizer", "") is None:  # XComposer-style: the method tokenizes itself
+                        model.tokenizer = tokenizer
+                elif kind == "reward":
                     model = tf.AutoModelForSequenceClassification.from_pretrained(model_id, **options)
-                    tokenizer = (tf.AutoProcessor if sees else tf.AutoTokenizer).from_pretrained(model_id)
+                    tokenizer = (tf.AutoProcessor if sees else tf.AutoTokenizer).from_pretrained(model_id, **remote)
                 elif kind == "vision":
                     model = tf.AutoModelForImageTextToText.from_pretrained(model_id, **options)
-                    tokenizer = tf.AutoProcessor.from_pretrained(model_id)
+                    tokenizer = tf.AutoProcessor.from_pretrained(model_id, **remote)
                 else:
                     model = tf.AutoModelForCausalLM.from_pretrained(model_id, **options)
-                    tokenizer = tf.AutoTokenizer.from_pretrained(model_id)
+                    tokenizer = tf.AutoTokenizer.from_pretrained(model_id, **remote)
             except (OSError, ValueError, KeyError) as exc:
                 raise PermanentModelError(f"hf: cannot load {model_id}: {str(exc)[:300]}") from exc
             model.to(device).eval()
-            loaded = Loaded(kind, model, tokenizer, device, threading.Lock(), sees_images=sees)
+            loaded = Loaded(kind, model, tokenizer, device, threading.Lock(), sees_images=sees, score=score)
             self._models[model_id] = loaded
             return loaded
 
@@ -138,6 +151,11 @@ class HFProvider:
         except ValueError as exc:
             raise PermanentModelError(f"hf/{model}: {exc}") from exc
         images = 0
+        if loaded.score is not None:
+            paths = self._frame_paths(model, request)
+            score = score_with(loaded.score, model, user, answer, paths)
+            return ProviderReply(text=json.dumps({"score": score}), usage=Usage(input_tokens=0, output_tokens=0),
+                                 finish_reason="stop", raw={"score": score, "images": len(paths), "method": True})
         if loaded.sees_images:
             content, images, _ = self._content(loaded, model, request.model_copy(
                 update={"parts": [p for p in request.parts if not isinstance(p, TextPart)]}))
@@ -231,9 +249,26 @@ class HFProvider:
                 images += 1
         return content, images, frames_record(videos, image_limit(self.settings, f"hf/{model}")) if videos else []
 
+    def _frame_paths(self, model: str, request: ModelRequest) -> list[str]:
+        """The frames' files, in order, within the model's image cap — what a remote-code scorer takes."""
+        request = fit_images(self.settings, request)
+        videos = framed(self.settings, request, f"hf/{model}")
+        paths: list[str] = []
+        for i, part in enumerate(request.parts):
+            if isinstance(part, VideoPart):
+                paths.extend(str(p) for p in videos[i].paths)
+            elif isinstance(part, ImagePart):
+                paths.append(str(part.path))
+        return paths
+
     def is_reward_model(self, model: str) -> bool:
-        """Whether the model's config is a ``*ForSequenceClassification`` (read, not loaded: a judge run asks
-        this before its first call); a model that is not there is a permanent error."""
+        """Whether the model is a reward model: declared, or a ``*ForSequenceClassification`` config (read, not
+        loaded: a judge run asks this before its first call). A model that is not there, whose kind cannot be
+        told, or that contradicts its declaration is a permanent error; a declared scoring method is loaded and
+        checked here, so a run fails before its first pair."""
+        declared = declaration_of(self.settings, model)
+        if declared.score_method:
+            return self.load(model).kind == "reward"
         # under the loading lock: transformers' lazy module can fail an attribute looked up by several
         # threads at its first import ("module 'transformers' has no attribute 'AutoConfig'")
         with self._lock:
@@ -242,26 +277,13 @@ class HFProvider:
             if model in self._kinds:
                 return self._kinds[model] == "reward"
             tf = _transformers()
-            try:
-                self._kinds[model] = kind_of(tf.AutoConfig.from_pretrained(model))
-            except (OSError, ValueError, KeyError) as exc:
-                raise PermanentModelError(f"hf: cannot read {model}'s config: {str(exc)[:300]}") from exc
+            self._kinds[model] = kind_of(read_config(tf, model, declared), model, declared)
             return self._kinds[model] == "reward"
 
     # -- models check ------------------------------------------------------------------------------
     def check(self, model: str) -> str:
         tf = _transformers()
-        try:
-            config = tf.AutoConfig.from_pretrained(model)
-        except (OSError, ValueError) as exc:
-            raise PermanentModelError(f"hf: {model} is not available locally: {str(exc)[:200]}") from exc
-        return f"transformers {tf.__version__}; {model} is a {kind_of(config)} model; device {self.device()}"
+        declared = declaration_of(self.settings, model)
+        kind = kind_of(read_config(tf, model, declared), model, declared)
+        return f"transformers {tf.__version__}; {model} is a {kind} model; device {self.device()}"
 
-
-def kind_of(config: Any) -> str:
-    architectures = list(getattr(config, "architectures", None) or [])
-    if any(a.endswith("ForSequenceClassification") for a in architectures):
-        return "reward"
-    if getattr(config, "vision_config", None) is not None:  # Qwen-VL, InternVL, LLaVA, Gemma 3 …
-        return "vision"
-    return "text"
