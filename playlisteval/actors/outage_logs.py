@@ -36,14 +36,19 @@ class DramatiqOutageFilter(logging.Filter):
             error = next((a for a in (record.args or ()) if isinstance(a, BaseException)), None)
             if error is None:  # "Failed to requeue messages": the error is the traceback being handled
                 return True
-            noted = outage.failed(outage_of(error) or "broker", error, where=f"dramatiq: {template[:40]}")
+            noted = outage.failed(outage_of(error) or "broker", error, where=_where(record))
             return verbose or not noted
         if error is not None:
-            noted = outage.failed(outage_of(error), error, where=f"dramatiq: {template[:40]}")
+            noted = outage.failed(outage_of(error), error, where=_where(record))
             return verbose or not noted
         if template.startswith(_RETRY_NOISE) and outage.is_down():
             return verbose
         return True
+
+
+def _where(record: logging.LogRecord) -> str:
+    """dramatiq's thread that met it: "dramatiq WorkerThread", "dramatiq ConsumerThread(build)"."""
+    return "dramatiq " + record.name.removeprefix("dramatiq.worker.").removeprefix("dramatiq.")
 
 
 def quiet_dramatiq_outages() -> None:
