@@ -62,6 +62,8 @@ def test_a_postgresql_outage_is_one_warning_per_worker_not_a_traceback_per_attem
             assert_sound(engine, CAP, output=output)
             assert items.counts(engine) == {"accepted": N_ITEMS}
             assert _questions(engine) == expected
+            # paid, not committed: a call the outage cut short stays counted at its estimate as
+            # "interrupted" (the budget's fail-closed view); what was paid is the fault-free run's
             money = spend(engine)
             with engine.connect() as conn:
                 ledger = conn.execute(text(
@@ -71,8 +73,41 @@ def test_a_postgresql_outage_is_one_warning_per_worker_not_a_traceback_per_attem
     finally:
         redis.kill()
 
-    down = re.compile(r"store unreachable: .+; retrying")
-    back = re.compile(r"store reachable again after [\d.]+ s, \d+ attempts")
+    assert_one_warning_per_worker("store", logs, output)
+
+
+def test_a_redis_outage_is_one_warning_per_worker_not_a_traceback_per_attempt(tmp_path: Path) -> None:
+    """Redis killed and restarted empty: every worker's consumers, sweeper and sends meet it; the sweeper
+    sends the lost messages again."""
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        overrides: dict[str, object] = {**FAST, "sim__latency_s": 0.3, **QUIET_SIM, "broker__url": redis.url}
+        settings = project(tmp_path / "proj", **overrides)
+        engine = seeded_store(settings, N_ITEMS)
+        assert build(settings, budget=CAP).enqueued == N_ITEMS
+        with Fleet(tmp_path / "proj", env_for(**overrides), 2) as fleet:
+            wait_until(lambda: int(scalar(engine, "SELECT COUNT(*) FROM model_call WHERE status = 'ok'")) >= 2,
+                       60, "the build to get going")
+            redis.kill()
+            time.sleep(DOWN_S)
+            redis.start()
+            wait_until(lambda: all_terminal(engine), 120, "every item to finish after the outage")
+            time.sleep(1.5)  # a sweep after the last step: every worker has reached Redis again
+            logs = {log.name: log.read_text(errors="replace") for log in fleet.logs}
+            output = fleet.output()
+        assert_sound(engine, CAP, output=output)
+        assert items.counts(engine) == {"accepted": N_ITEMS}
+    finally:
+        redis.kill()
+    assert_one_warning_per_worker("broker", logs, output)
+
+
+def assert_one_warning_per_worker(what: str, logs: dict[str, str], output: str) -> None:
+    """No traceback; per worker at most one "<what> unreachable" warning, and as many "reachable again"
+    lines; at least one worker noticed (else the test proved nothing)."""
+    down = re.compile(rf"{what} unreachable: .+; retrying")
+    back = re.compile(rf"{what} reachable again after [\d.]+ s, \d+ attempts")
     seen = 0
     for name, log in logs.items():
         assert "Traceback" not in log, f"{name}:\n{log[-4000:]}"
