@@ -35,7 +35,8 @@ def store_error() -> OperationalError:
     return OperationalError("SELECT 1", {}, psycopg.OperationalError(REFUSED))
 
 
-def test_an_outage_is_one_warning_then_one_line_when_it_ends() -> None:
+def test_an_outage_is_one_warning_then_one_line_when_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(handlers, "_configured", logging.DEBUG)  # -vv: each attempt a debug line
     with capture_logs() as logs:
         for _ in range(40):
             assert outage.failed("store", store_error(), where="lease heartbeat")
@@ -53,12 +54,13 @@ def test_an_outage_is_one_warning_then_one_line_when_it_ends() -> None:
 
 
 def test_a_second_outage_is_warned_again() -> None:
-    with capture_logs() as logs:
+    with capture_logs() as logs:  # at the default level: no debug line per attempt
         outage.failed("broker", redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379."), where="x")
         outage.reached("broker")
         outage.failed("broker", redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379."), where="x")
     assert [e["event"] for e in logs if e["log_level"] == "warning"] == \
         ["broker unreachable: Error 111 connecting to 127.0.0.1:6379.; retrying"] * 2
+    assert not any(e["log_level"] == "debug" for e in logs)
 
 
 def test_what_is_down_is_named_through_the_cause_chain() -> None:

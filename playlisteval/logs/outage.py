@@ -19,10 +19,12 @@ theirs.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
 
+from playlisteval.logs.handlers import configured_level
 from playlisteval.logs.lazy import get_logger
 
 log = get_logger(__name__)
@@ -70,9 +72,9 @@ def failed(what: str | None, error: BaseException | str, *, where: str, **fields
         attempt = outage.attempts
     if first:
         log.warning(f"{what} unreachable: {first_line(error)}; retrying", where=where)
-    log.debug("outage.attempt", what=what, where=where, attempt=attempt, **fields,
-              exc_info=error if isinstance(error, BaseException) else None,
-              error=None if isinstance(error, BaseException) else error)
+    if configured_level() <= logging.DEBUG:  # rendering a traceback is slow: only when it will be shown
+        detail = {"exc_info": error} if isinstance(error, BaseException) else {"error": error}
+        log.debug("outage.attempt", what=what, where=where, attempt=attempt, **fields, **detail)
     return True
 
 
