@@ -1,9 +1,9 @@
 """dramatiq's own lines during a store or broker outage, folded into one warning per outage (issue 44).
 
 dramatiq logs every message whose actor raised as "Failed to process message … with unhandled exception"
-with a traceback, every consumer that lost Redis as a critical "connection error" (again every 3 s), and
-each retry and consumer restart at info. During an outage that is a traceback per attempt per thread: a
-30-s PostgreSQL restart left 566 of them. This filter, on the root logger's handlers (dramatiq's consumer
+with a traceback, and every consumer that lost Redis as a critical "connection error" (again every 3 s;
+its retries and restarts are info lines, below the level dramatiq's loggers are set to). During an outage
+that is a traceback per attempt per thread: a 30-s PostgreSQL restart left 566 of them. This filter, on the root logger's handlers (dramatiq's consumer
 loggers are named per queue, so no fixed logger would catch them all), hands each such line whose error is
 an outage to logs/outage.py, which writes one warning when the outage starts; the line itself is dropped
 unless the process logs at debug (-vv), where every attempt's traceback stays visible. Lines about other
@@ -18,8 +18,6 @@ from playlisteval.errors import outage_of
 from playlisteval.logs import outage
 from playlisteval.logs.handlers import configured_level
 
-#: dramatiq's lines that only say "still down, trying again": dropped while anything is down
-_RETRY_NOISE = ("Restarting consumer in", "Retrying message", "Consumer is paused")
 #: dramatiq's lines about a lost broker connection that carry the error as an argument, not as exc_info
 _CONNECTION_LINES = ("Consumer encountered a connection error", "Failed to post_process_message",
                      "Failed to requeue messages")
@@ -41,8 +39,6 @@ class DramatiqOutageFilter(logging.Filter):
         if error is not None:
             noted = outage.failed(outage_of(error), error, where=_where(record))
             return verbose or not noted
-        if template.startswith(_RETRY_NOISE) and outage.is_down():
-            return verbose
         return True
 
 
