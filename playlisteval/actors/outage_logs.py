@@ -3,11 +3,13 @@
 dramatiq logs every message whose actor raised as "Failed to process message … with unhandled exception"
 with a traceback, and every consumer that lost Redis as a critical "connection error" (again every 3 s;
 its retries and restarts are info lines, below the level dramatiq's loggers are set to). During an outage
-that is a traceback per attempt per thread: a 30-s PostgreSQL restart left 566 of them. This filter, on
-the root logger's handlers (dramatiq's consumer loggers are named per queue, so no fixed logger would catch
-them all), hands each such line whose error is an outage to logs/outage.py, which writes one warning when the outage starts; the line itself is dropped
-unless the process logs at debug (-vv), where every attempt's traceback stays visible. Lines about other
-errors (a bug in an actor) are left as they are. Nothing changes in what dramatiq does: only its lines.
+that is a traceback per attempt per thread: a 30-s PostgreSQL restart left 566 of them.
+
+This filter sits on the root logger's handlers (dramatiq's consumer loggers are named per queue, so no
+fixed logger would catch them all). It hands each such line whose error is an outage to logs/outage.py,
+which writes one warning when the outage starts, and drops the line unless the process logs at debug
+(-vv), where every attempt's traceback stays visible. Lines about other errors (a bug in an actor) are
+left as they are. Nothing changes in what dramatiq does: only its lines.
 """
 
 from __future__ import annotations
