@@ -137,3 +137,25 @@ def as_infrastructure(exc: BaseException) -> InfrastructureError | None:
                 or state[:2] in ("08", "40", "53", "57")):
             return InfrastructureError(f"store: {str(exc.orig or exc).splitlines()[0]}")
     return None
+
+
+def outage_of(exc: BaseException) -> str | None:
+    """What ``exc`` says is down, for logs/outage.py: ``"broker"`` (Redis: the queues and the shared rate
+    limits), ``"store"``, or None when it is no infrastructure error (a bug, a bad item: logged as such).
+    The cause chain is searched, so a wrapped error (an InfrastructureError raised from the driver's)
+    names the part that failed."""
+    from dramatiq.errors import BrokerConnectionError
+    from redis.exceptions import RedisError
+
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes is short; a cycle must not hang
+        if seen is None:
+            break
+        if isinstance(seen, (RedisError, BrokerConnectionError)):
+            return "broker"
+        if not isinstance(seen, InfrastructureError) and as_infrastructure(seen) is not None:
+            return "store"
+        seen = seen.__cause__
+    if isinstance(exc, InfrastructureError):  # raised with no cause: its text says which ("Redis: …")
+        return "broker" if "redis" in str(exc).lower() else "store"
+    return None

@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.conftest import free_port
@@ -64,3 +67,24 @@ class PgServer:
         self.stop("fast")
         time.sleep(down_s)
         self.start()
+
+
+@contextmanager
+def own_pg() -> Iterator[PgServer]:
+    """A server of the test's own for the block (skips when none can be made), stopped and removed after.
+    Its folder is outside pytest's (mode 0700, owned by root): the server runs as postgres."""
+    import pytest
+
+    from playlisteval.store import forget_engines
+
+    problem = server_problem()
+    if problem:
+        pytest.skip(f"a PostgreSQL server of the test's own is needed: {problem}")
+    folder = Path(tempfile.mkdtemp(prefix="pe-pg-"))
+    try:
+        server = PgServer(folder).init()
+        yield server
+        forget_engines()
+        server.stop("immediate")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -21,7 +21,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from playlisteval.logs import get_logger
+from playlisteval.errors import outage_of
+from playlisteval.logs import get_logger, outage
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import KeyValue, WorkJob, now
 
@@ -159,7 +160,10 @@ def renewed(engine: Engine, job_id: int, worker: str, lease_s: float, ceiling_s:
                                                     col(WorkJob.state) == RUNNING)
                               .values(lease_until=now() + lease_s))
             except Exception as exc:  # the store is down: the lease lapses if it lasts
-                log.warning("job.renew_failed", job=job_id, error=f"{type(exc).__name__}: {exc}")
+                if not outage.failed(outage_of(exc), exc, where="job lease", job=job_id):
+                    log.warning("job.renew_failed", job=job_id, error=f"{type(exc).__name__}: {exc}")
+                continue
+            outage.reached("store")
 
     thread = threading.Thread(target=beat, daemon=True, name=f"job-lease-{job_id}")
     thread.start()

@@ -20,7 +20,8 @@ from contextlib import contextmanager
 
 from sqlalchemy.engine import Engine
 
-from playlisteval.logs import get_logger
+from playlisteval.errors import outage_of
+from playlisteval.logs import get_logger, outage
 from playlisteval.store import items
 
 log = get_logger(__name__)
@@ -91,8 +92,10 @@ class LeaseKeeper:
         try:
             kept = items.renew(self.engine, tokens, self.lease_s)
         except Exception as exc:  # the store is down, locked or read-only: the leases lapse if it lasts
-            log.warning("lease.renew_failed", leases=len(tokens), error=f"{type(exc).__name__}: {exc}")
+            if not outage.failed(outage_of(exc), exc, where="lease heartbeat", leases=len(tokens)):
+                log.warning("lease.renew_failed", leases=len(tokens), error=f"{type(exc).__name__}: {exc}")
             return
+        outage.reached("store")
         with self._lock:
             lost = [t for t in set(tokens) - kept if t in self._held]  # not just committed meanwhile
         for token in lost:  # taken back: we were judged dead; the step's commit will find out and write nothing

@@ -43,8 +43,8 @@ from dramatiq.broker import MessageProxy
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from playlisteval.actors import ceilings
-from playlisteval.errors import BudgetExceeded, as_infrastructure
-from playlisteval.logs import get_logger
+from playlisteval.errors import BudgetExceeded, as_infrastructure, outage_of
+from playlisteval.logs import get_logger, outage
 from playlisteval.models.budget import PAUSED_KEY
 from playlisteval.store import items, transaction
 from playlisteval.store.states import STEPS, Event, State
@@ -150,6 +150,7 @@ class StepClaim(StepMiddleware):
     def enter(self, turn: Turn) -> None:
         app = turn.app
         turn.claim = items.claim(app.engine, turn.item_id, turn.state, app.worker_id, app.settings.broker.lease_s)
+        outage.reached("store")
         if turn.claim is None:
             log.debug("step.skipped", item=turn.item_id, state=turn.state.value, why="moved on or leased")
 
@@ -174,7 +175,8 @@ def release_quietly(turn: Turn) -> None:
     try:
         items.release(turn.app.engine, turn.claim)
     except Exception as exc:
-        log.warning("step.release_failed", item=turn.item_id, error=f"{type(exc).__name__}: {exc}")
+        if not outage.failed(outage_of(exc), exc, where="step release", item=turn.item_id):
+            log.warning("step.release_failed", item=turn.item_id, error=f"{type(exc).__name__}: {exc}")
 
 
 class PoisonLimit(StepMiddleware):
@@ -286,14 +288,11 @@ class Sweeper(dramatiq.Middleware):
     def _run(self) -> None:
         from playlisteval.actors.app import current_app
 
-        # by name: the workers module runs the actors, the actors do not import it
-        sweep_once = getattr(importlib.import_module("playlisteval.actors.workers"), "sweep_once")  # noqa: B009
+        # by name: the workers module runs the actors, the actors do not import it; it logs a failure
+        sweep = getattr(importlib.import_module("playlisteval.actors.workers"), "guarded_sweep")  # noqa: B009
         app = current_app()
         while not self._stop.wait(app.settings.broker.sweep_every_s):
-            try:
-                sweep_once(app)
-            except Exception as exc:  # Redis or the store is down: the next sweep tries again
-                log.warning("worker.sweep_failed", error=f"{type(exc).__name__}: {exc}")
+            sweep(app)
 
 
 def install(broker: dramatiq.Broker) -> dramatiq.Broker:

@@ -23,8 +23,8 @@ from playlisteval.actors.app import App
 from playlisteval.actors.middleware import Turn, release_quietly, run_inline
 from playlisteval.build.stages import STAGES, StepContext, faults
 from playlisteval.config import Settings
-from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError, as_infrastructure
-from playlisteval.logs import get_logger
+from playlisteval.errors import BudgetExceeded, CheckerFault, TransientModelError, as_infrastructure, outage_of
+from playlisteval.logs import get_logger, outage
 from playlisteval.models.batch.lifecycle import Deferred
 from playlisteval.store import items, outbox
 from playlisteval.store.states import WORKING, Event, Limits, State
@@ -61,7 +61,7 @@ def take_step(turn: Turn) -> State | None:
     except Exception as exc:
         infra = as_infrastructure(exc)
         if infra is not None:  # Redis or the store, not the item: given back, dramatiq retries the message
-            log.warning("step.infrastructure", item=item_id, state=state.value, error=str(infra))
+            _outage(exc, "step.infrastructure", item=item_id, state=state.value)
             raise infra from exc
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, TransientModelError):  # the runner's attempts are spent: fail closed
@@ -97,14 +97,20 @@ def send_next(app: App, item_id: int, state: State) -> None:
     except Exception as exc:
         if as_infrastructure(exc) is None:
             raise
-        log.warning("step.enqueue_failed", item=item_id, state=state.value, error=str(exc), outbox=True)
+        _outage(exc, "step.enqueue_failed", item=item_id, state=state.value, outbox=True)
         return
     try:
         outbox.sent(app.engine, item_id, state)
     except Exception as exc:  # sent, not crossed off: a sweeper sends it again — harmless (claim by CAS)
         if as_infrastructure(exc) is None:
             raise
-        log.warning("step.outbox_failed", item=item_id, state=state.value, error=str(exc))
+        _outage(exc, "step.outbox_failed", item=item_id, state=state.value)
+
+
+def _outage(exc: Exception, event: str, **fields: object) -> None:
+    """An infrastructure error the step gets past: once per outage (logs/outage.py), else a warning."""
+    if not outage.failed(outage_of(exc), exc, where=event, **fields):
+        log.warning(event, error=str(exc), **fields)
 
 
 def fault_backoff_ms(app: App, state: State, faults_in_a_row: int) -> int:
@@ -142,5 +148,5 @@ def _checker_fault(turn: Turn, limits: Limits, fault: CheckerFault) -> State | N
     except Exception as exc:  # the broker is down: the item has no lease and no message, a sweeper sends it
         if as_infrastructure(exc) is None:
             raise
-        log.warning("step.enqueue_failed", item=claim.item_id, state=state.value, error=str(exc))
+        _outage(exc, "step.enqueue_failed", item=claim.item_id, state=state.value)
     return None

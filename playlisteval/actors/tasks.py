@@ -24,6 +24,7 @@ from dramatiq.brokers.stub import StubBroker
 
 from playlisteval.actors import middleware
 from playlisteval.actors.middleware import Sweeper
+from playlisteval.actors.outage_logs import quiet_dramatiq_outages
 from playlisteval.config import Settings
 from playlisteval.errors import as_infrastructure
 from playlisteval.logs import get_logger
@@ -43,7 +44,9 @@ SETTINGS: Settings | None = None
 
 
 def with_middleware(target: dramatiq.Broker) -> dramatiq.Broker:
-    """``target`` with this project's middleware (once): actors/middleware.py."""
+    """``target`` with this project's middleware (once): actors/middleware.py; dramatiq's lines during a
+    store or broker outage folded into one warning (actors/outage_logs.py)."""
+    quiet_dramatiq_outages()
     return middleware.install(target)
 
 

@@ -20,7 +20,8 @@ from playlisteval.actors import BUILD_QUEUE, App, jobs, tasks
 from playlisteval.actors.broker import queued_ids, stop_worker
 from playlisteval.actors.shutdown import BoundedStop
 from playlisteval.actors.video_sweep import sweep_videos
-from playlisteval.logs import get_logger
+from playlisteval.errors import outage_of
+from playlisteval.logs import get_logger, outage
 from playlisteval.models.budget import PAUSED_KEY
 from playlisteval.store import items, outbox, transaction
 from playlisteval.store.states import State
@@ -97,6 +98,19 @@ def _raised(letters: list[Any]) -> list[BaseException]:
             continue
         out.append(exc)
     return out
+
+
+def guarded_sweep(app: App) -> int:
+    """``sweep_once``, its failure logged: an outage once (logs/outage.py), anything else each time. A sweep
+    reads the store and, on Redis, the queues: one that got through ends an outage of both."""
+    try:
+        n = sweep_once(app)
+    except Exception as exc:  # Redis or the store is down: the next sweep tries again
+        if not outage.failed(outage_of(exc), exc, where="sweeper"):
+            log.warning("worker.sweep_failed", error=f"{type(exc).__name__}: {exc}")
+        return 0
+    outage.reached("store", "broker")
+    return n
 
 
 def sweep_once(app: App) -> int:
@@ -229,11 +243,7 @@ def serve(app: App, stop: threading.Event | None = None) -> None:
     log.info("worker.started", worker=app.worker_id, threads=threads, broker=app.settings.broker.url)
     try:
         while not stop.wait(app.settings.broker.sweep_every_s):
-            try:
-                n = sweep_once(app)
-            except Exception as exc:  # Redis or the store is down: the next sweep tries again
-                log.warning("worker.sweep_failed", error=f"{type(exc).__name__}: {exc}")
-                continue
+            n = guarded_sweep(app)
             if n:
                 log.info("worker.swept", requeued=n)
     finally:

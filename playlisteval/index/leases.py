@@ -26,7 +26,8 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from playlisteval.logs import get_logger
+from playlisteval.errors import outage_of
+from playlisteval.logs import get_logger, outage
 from playlisteval.store import identity
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import KeyValue, Video
@@ -85,7 +86,11 @@ class Renewal:
                     log.warning("index.lease_lost", video=self.video_id, worker=self.worker)
                     return
             except Exception as exc:  # the store is down or locked: the lease lapses if it lasts
-                log.warning("index.lease_renew_failed", video=self.video_id, error=f"{type(exc).__name__}: {exc}")
+                if not outage.failed(outage_of(exc), exc, where="video lease", video=self.video_id):
+                    log.warning("index.lease_renew_failed", video=self.video_id,
+                                error=f"{type(exc).__name__}: {exc}")
+                continue
+            outage.reached("store")
 
     def start(self) -> None:
         self._thread.start()

@@ -15,6 +15,13 @@ from typing import Any
 
 from playlisteval.logs.redaction import redact
 
+_configured = logging.WARNING  # what configure_stdlib last set (issue 44: tracebacks of outages at debug only)
+
+
+def configured_level() -> int:
+    """The lowest level this process writes, as the command's -v set it (warnings when not set)."""
+    return _configured
+
 
 def level_of(verbosity: int) -> int:
     """The lowest level written at ``-v`` × verbosity: warnings by default, info at -v, debug at -vv."""
@@ -51,8 +58,9 @@ def quiet_third_party_bars(verbosity: int) -> None:
 
 def configure_stdlib(verbosity: int) -> None:
     """The root logger's redacting handler and level, dramatiq's level, third-party bars."""
+    global _configured
     quiet_third_party_bars(verbosity)
-    level = level_of(verbosity)
+    level = _configured = level_of(verbosity)
     root = logging.getLogger()
     if not any(isinstance(h, CurrentStderrHandler) for h in root.handlers):
         root.addHandler(CurrentStderrHandler())

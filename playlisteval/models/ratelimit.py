@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from playlisteval.config import Settings
-from playlisteval.errors import InfrastructureError
-from playlisteval.logs import get_logger
+from playlisteval.errors import InfrastructureError, outage_of
+from playlisteval.logs import get_logger, outage
 from playlisteval.models.adaptive import AdaptiveLimit, ceiling_of, is_adaptive, outcome_error
 from playlisteval.models.request import Usage
 
@@ -152,10 +152,13 @@ class _Heartbeat:
     def _run(self, slots: Slots, token: str, every_s: float) -> None:
         while not self._stop.wait(every_s):
             try:
-                if not slots.renew(token):
-                    log.warning("ratelimit.slot_lost", token=token)  # expired while Redis was unreachable
+                kept = slots.renew(token)
             except _redis_error() as exc:  # the slot expires on its own if this lasts; the call goes on
-                log.warning("ratelimit.renew_failed", token=token, error=str(exc))
+                _unreachable(exc, "ratelimit.renew_failed", token=token)
+                continue
+            outage.reached("broker")
+            if not kept:
+                log.warning("ratelimit.slot_lost", token=token)  # expired while Redis was unreachable
 
     def stop(self) -> None:
         self._stop.set()
@@ -294,7 +297,7 @@ class RateLimits:
             try:
                 adaptive.release(ticket, outcome_error(error))
             except _redis_error() as exc:  # its place expires a ttl later; the limit learns from the next call
-                log.warning("ratelimit.adaptive_release_failed", provider=provider, error=str(exc))
+                _unreachable(exc, "ratelimit.adaptive_release_failed", provider=provider)
 
     @contextmanager
     def _static(self, provider: str, estimate_tokens: Usage | None = None) -> Iterator[None]:
@@ -324,4 +327,10 @@ def _quietly_release(slots: Slots, token: str) -> None:
     try:
         slots.release(token)
     except _redis_error() as exc:  # it expires by itself a ttl later
-        log.warning("ratelimit.release_failed", token=token, error=str(exc))
+        _unreachable(exc, "ratelimit.release_failed", token=token)
+
+
+def _unreachable(exc: Exception, event: str, **fields: object) -> None:
+    """Redis failed under a call that goes on: one warning per outage (logs/outage.py), not one per beat."""
+    if not outage.failed(outage_of(exc), exc, where=event, **fields):
+        log.warning(event, error=str(exc), **fields)
