@@ -128,3 +128,23 @@ def test_a_judge_run_cancelled_from_another_process_ends_with_7_and_running_it_a
     assert set(_judge_jobs(engine)) == {"done"}
     assert _ok_calls(engine, "eval") > paid_before and paid_twice(engine) == []
     assert "cancellation pending" not in _run(root, env, "ps").stdout
+
+
+def test_a_cancelled_index_drops_its_videos_messages_and_leaves_the_videos_as_they_were(tmp_path: Path) -> None:
+    from sqlmodel import select
+
+    from playlisteval.actors.indexing import index_videos
+    from playlisteval.errors import Cancelled
+    from playlisteval.store import cancels, transaction
+    from playlisteval.store.tables import Video
+
+    settings = project(tmp_path)
+    engine = seeded_store(settings, 2)
+    with transaction(engine) as s:
+        before = [(v.id, v.status, v.lease_owner, v.reason) for v in s.exec(select(Video)).all()]
+    assert cancels.request(engine, cancels.INDEX) == 0
+    with pytest.raises(Cancelled, match="playlisteval index"):
+        index_videos(settings, engine, [int(v[0] or 0) for v in before], "hash", "run1", lambda: False)
+    with transaction(engine) as s:
+        assert [(v.id, v.status, v.lease_owner, v.reason) for v in s.exec(select(Video)).all()] == before
+    assert [p.what for p in cancels.pending(engine)] == ["index"]
