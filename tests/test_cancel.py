@@ -103,11 +103,11 @@ def test_a_judge_run_cancelled_from_another_process_ends_with_7_and_running_it_a
         selected: Path, tmp_path: Path) -> None:
     settings = copy_of(selected, tmp_path / "p")
     root, engine = settings.root, open_store(settings)
-    env = env_for(**{**OVERRIDES, "sim__latency_s": 0.4})
+    env = env_for(**{**OVERRIDES, "sim__latency_s": 1.5})  # ~3 calls a question, one question at a time
     log = tmp_path / "judge.log"
     proc = _start(root, env, log, "eval", "judge", "--judge", "sim/judge")
     try:
-        wait_until(lambda: _judge_jobs(engine).get("done", 0) >= 1, 120, "the run's first question")
+        wait_until(lambda: _judge_jobs(engine).get("running", 0) >= 1, 120, "the run's first question")
         with engine.connect() as conn:
             run_id = int(conn.execute(text("SELECT MAX(run_id) FROM work_job WHERE kind = 'judge'")).scalar() or 0)
         cancelled = _run(root, env, "cancel", "judge", str(run_id))
