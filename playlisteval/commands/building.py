@@ -222,7 +222,7 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
 
         watched = open_store(settings)  # calls in flight, calls/s and 429s over the last seconds (issue 43)
         with Live(_status_table(st, calls=recent(watched)), console=console, refresh_per_second=2) as live:
-            while any(st.states.get(s.value, 0) for s in WORKING) and not st.paused:
+            while any(st.states.get(s.value, 0) for s in WORKING) and not st.paused and not st.cancelled:
                 time.sleep(1.0)
                 st = read_status(settings)
                 live.update(_status_table(st, calls=recent(watched)))
