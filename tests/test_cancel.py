@@ -148,3 +148,34 @@ def test_a_cancelled_index_drops_its_videos_messages_and_leaves_the_videos_as_th
     with transaction(engine) as s:
         assert [(v.id, v.status, v.lease_owner, v.reason) for v in s.exec(select(Video)).all()] == before
     assert [p.what for p in cancels.pending(engine)] == ["index"]
+
+
+def test_a_judge_run_on_redis_workers_is_cancelled_and_the_worker_drops_its_questions(
+        selected: Path, tmp_path: Path, redis_url: str) -> None:
+    """The same through a Redis broker: a `playlisteval worker` process does the questions, the waiting
+    `eval judge` reads the store; `cancel` reaches the worker through the store alone."""
+    from tests.test_spine import start_worker, stop
+
+    settings = copy_of(selected, tmp_path / "p")
+    root, engine = settings.root, open_store(settings)
+    env = env_for(**{**OVERRIDES, "sim__latency_s": 1.5, "broker__url": redis_url, "broker__threads": 1})
+    worker = start_worker(root, env, tmp_path / "worker.log")
+    log = tmp_path / "judge.log"
+    proc = _start(root, env, log, "eval", "judge", "--judge", "sim/judge")
+    try:
+        wait_until(lambda: _judge_jobs(engine).get("running", 0) >= 1, 120, "the worker's first question")
+        with engine.connect() as conn:
+            run_id = int(conn.execute(text("SELECT MAX(run_id) FROM work_job WHERE kind = 'judge'")).scalar() or 0)
+        assert _run(root, env, "cancel", "judge", str(run_id)).returncode == 0
+        assert proc.wait(timeout=120) == exitcodes.CANCELLED, log.read_text()
+        assert _judge_jobs(engine).get("cancelled", 0) >= 1
+        wait_until(lambda: _live_leases(engine) == [], 60, "the worker's question in flight to finish")
+        paid_before = _ok_calls(engine, "eval")
+        again = _run(root, env, "eval", "judge", "--judge", "sim/judge")
+        assert again.returncode == exitcodes.DONE, again.stdout + again.stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        stop(worker)
+    assert set(_judge_jobs(engine)) == {"done"}
+    assert _ok_calls(engine, "eval") > paid_before and paid_twice(engine) == []
