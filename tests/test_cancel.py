@@ -179,3 +179,26 @@ def test_a_judge_run_on_redis_workers_is_cancelled_and_the_worker_drops_its_ques
         stop(worker)
     assert set(_judge_jobs(engine)) == {"done"}
     assert _ok_calls(engine, "eval") > paid_before and paid_twice(engine) == []
+
+
+def test_a_worker_drops_a_queued_job_of_a_cancelled_run_and_the_next_pass_queues_it_again(tmp_path: Path) -> None:
+    """A job queued again after the cancel (given back by a worker the store failed under) is still not
+    started: the worker checks the run's cancellation after its claim and marks it cancelled, unstarted."""
+    from dramatiq.brokers.stub import StubBroker
+
+    from playlisteval.actors import jobs
+    from playlisteval.actors.app import App
+    from playlisteval.actors.evaluation import run_job
+    from playlisteval.store import cancels
+
+    settings = project(tmp_path)
+    engine = seeded_store(settings, 1)
+    (item_id,) = items.create_items(engine)
+    App(settings, engine=engine, broker=StubBroker())
+    assert cancels.request(engine, cancels.job_key("judge", 9)) == 0  # before the job exists
+    (job_id,) = jobs.prepare(engine, "judge", 9, [item_id], jobs.new_pass(), {})
+    run_job(job_id, "judge")  # its handler would fail on this empty payload: it must not run
+    assert _judge_jobs(engine) == {"cancelled": 1}
+    assert jobs.tally(engine, [job_id]).cancelled == 1 and jobs.lost(engine, 0.0) == []  # no sweeper resends it
+    jobs.prepare(engine, "judge", 9, [item_id], jobs.new_pass(), {})
+    assert _judge_jobs(engine) == {"queued": 1}
