@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from playlisteval.commands.lazy import LazyGroup
-from playlisteval.errors import PlaylistEvalError
+from playlisteval.errors import Cancelled, PlaylistEvalError
 from playlisteval.logs.redaction import wrap_std_streams
 
 
@@ -29,6 +29,9 @@ class _Group(LazyGroup):
 
         try:
             return super().invoke(ctx)
+        except Cancelled as exc:  # `playlisteval cancel` from another process: not an error, a stop asked for
+            err_console.print(f"[yellow]cancelled:[/] {escape(str(exc))}", highlight=False)
+            sys.exit(7)  # exitcodes.CANCELLED
         except PlaylistEvalError as exc:
             # escaped: a message naming "[prices]" or a model's text is not markup
             err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)

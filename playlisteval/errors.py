@@ -115,6 +115,11 @@ class StageError(PlaylistEvalError):
     pass
 
 
+class Cancelled(PlaylistEvalError):
+    """The work was cancelled by `playlisteval cancel` (actors/cancel.py): what was committed is kept, the
+    message says what resumes it; the command exits with ``exitcodes.CANCELLED``."""
+
+
 class InfrastructureError(PlaylistEvalError):
     """Redis or the store failed under a step: the work is given back and tried again, never failed."""
 

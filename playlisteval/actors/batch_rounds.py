@@ -24,7 +24,7 @@ from playlisteval.models.batch.api import Backends
 from playlisteval.models.batch.lifecycle import Collector
 from playlisteval.models.batch.run import drive, live_requests
 from playlisteval.models.budget import PAUSED_KEY
-from playlisteval.store import items, transaction
+from playlisteval.store import cancels, items, transaction
 from playlisteval.store.states import State
 from playlisteval.store.tables import KeyValue
 
@@ -62,7 +62,7 @@ def run_build(app: App, work: Iterable[tuple[int, State]], on_tick: Callable[[],
             rounds += 1
             collector.deferred = 0
             run_foreground(app, work, on_tick)
-            if not collector.deferred and not live_requests(app.engine):
+            if not collector.deferred and not live_requests(app.engine) or cancels.is_set(app.engine, cancels.BUILD):
                 break
             try:
                 report = drive(app.settings, app.engine, backends)

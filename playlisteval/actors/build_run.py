@@ -18,6 +18,7 @@ from playlisteval.errors import ConfigError
 from playlisteval.index.changes import refuse_changed
 from playlisteval.models.budget import BUDGET_KEY, PAUSED_KEY
 from playlisteval.models.preflight import check_build
+from playlisteval.store import cancels as cancel
 from playlisteval.store import items, open_store, transaction
 from playlisteval.store.states import State
 from playlisteval.store.tables import KeyValue
@@ -31,7 +32,7 @@ class BuildOutcome:
 
 
 def set_budget(settings: Settings, budget: float | None) -> None:
-    """Record a new budget for every worker, and lift a budget pause."""
+    """Record a new budget for every worker, and lift a budget pause and a cancellation."""
     if budget is not None and budget < 0:
         raise ConfigError(f"a budget must not be negative (got {budget} USD); 0 means no budget")
     engine = open_store(settings)
@@ -41,6 +42,7 @@ def set_budget(settings: Settings, budget: float | None) -> None:
         paused = s.get(KeyValue, PAUSED_KEY)
         if paused is not None:
             s.delete(paused)
+    cancel.clear(engine, cancel.BUILD)  # `build` and `resume` are how a cancelled build goes on
 
 
 def check(settings: Settings) -> None:
@@ -53,7 +55,7 @@ def check(settings: Settings) -> None:
 
 def _paused(app: App) -> bool:
     with transaction(app.engine) as s:
-        return s.get(KeyValue, PAUSED_KEY) is not None
+        return s.get(KeyValue, PAUSED_KEY) is not None or s.get(KeyValue, cancel.BUILD) is not None
 
 
 def build(settings: Settings, budget: float | None = None, on_tick: Callable[[], None] | None = None,

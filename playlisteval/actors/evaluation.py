@@ -27,9 +27,10 @@ from playlisteval.actors import ceilings, jobs, tasks
 from playlisteval.actors.app import App, current_app
 from playlisteval.actors.broker import is_redis, stop_worker
 from playlisteval.config import Settings
-from playlisteval.errors import InfrastructureError, PlaylistEvalError, as_infrastructure
+from playlisteval.errors import Cancelled, InfrastructureError, PlaylistEvalError, as_infrastructure
 from playlisteval.logs import get_logger
 from playlisteval.models.runner import Runner
+from playlisteval.store import cancels as cancel
 from playlisteval.store import open_store
 
 log = get_logger(__name__)
@@ -64,7 +65,11 @@ def run_job(job_id: int, kind: str) -> None:
     lease_s = app.settings.broker.lease_s
     job = jobs.claim(app.engine, job_id, app.worker_id, lease_s)
     if job is None:
-        log.debug("job.skipped", job=job_id, kind=kind, why="done or held")
+        log.debug("job.skipped", job=job_id, kind=kind, why="done, held or cancelled")
+        return
+    if cancel.is_set(app.engine, cancel.job_key(job.kind, job.run_id)):  # cancelled since it was queued
+        jobs.drop_cancelled(app.engine, job_id, app.worker_id)
+        log.info("job.cancelled", job=job_id, kind=kind, run=job.run_id)
         return
     log.debug("job.start", job=job_id, kind=kind, item=job.item_id, run=job.run_id)
     try:
@@ -122,6 +127,7 @@ def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int]
     ``payloads``: what a job carries beyond ``payload``, by item (a block's questions). ``threads``: the
     in-process worker threads when more than ``[eval] workers`` (a remote judge's ceiling, issue 43)."""
     engine = open_store(settings)
+    cancel.clear(engine, cancel.job_key(kind, run_id))  # running it again is how a cancelled run resumes
     pass_id = jobs.new_pass()
     ids = jobs.prepare(engine, kind, run_id, item_ids, pass_id, payload, payloads)
     actor = tasks.JOBS[kind]
@@ -170,6 +176,13 @@ def run_jobs(settings: Settings, kind: str, run_id: int, item_ids: Sequence[int]
     jobs.clear_stop(engine, pass_id)
     if tally.failed:
         _raise_failed(kind, tally.failed)
+    if tally.cancelled:
+        what = "select's difficulty gate" if kind == "gate" else f"{kind} run {run_id}"
+        again = {"gate": "`playlisteval select`", "judge": "`playlisteval eval judge` with the same options",
+                 "retrieve": "`playlisteval eval retrieve` with the same options"}.get(kind, "the command")
+        raise Cancelled(f"{what} was cancelled: {tally.total - tally.open - tally.cancelled} of {tally.total} "
+                        f"question(s) finished and kept, {tally.cancelled} not started; run {again} again to "
+                        "finish it")
     if tally.open:  # the in-process broker gave up on a job (Redis or the store kept failing under it)
         raise InfrastructureError(f"{tally.open} {kind} job(s) unfinished: run the command again")
     return Outcome(tally, stopped)

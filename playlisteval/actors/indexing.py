@@ -26,10 +26,12 @@ from playlisteval.actors.app import App
 from playlisteval.actors.broker import is_redis, make_broker, stop_worker
 from playlisteval.actors.video_sweep import Healer
 from playlisteval.config import Settings
+from playlisteval.errors import Cancelled
 from playlisteval.index import pipeline
 from playlisteval.index.changes import Changed
 from playlisteval.index.pipeline import IndexReport, Progress
 from playlisteval.logs import get_logger
+from playlisteval.store import cancels
 
 log = get_logger(__name__)
 
@@ -72,6 +74,11 @@ def index_videos(settings: Settings, engine: Engine, video_ids: Sequence[int], e
         log.debug("index.sent", videos=len(video_ids), broker=settings.broker.url, run=run)
         drained = _drained(broker, tasks.INDEX_QUEUE) if isinstance(broker, StubBroker) else None
         while not check():
+            if cancels.is_set(engine, cancels.INDEX) and (drained is None or drained.is_set()):
+                # every message left was dropped and the videos in flight here finished (with Redis, the
+                # workers finish theirs): the videos not started stay as they were for the next `index`
+                raise Cancelled("the index was cancelled (`playlisteval cancel index`): the videos indexed are "
+                                "kept, the others left as they were; `playlisteval index` goes on with them")
             if drained is not None and drained.is_set():
                 # the in-process queue is empty, yet videos are open: held by another process, or by one
                 # that died (sent again once its lease is taken back); stop when nothing is left to wait on.
@@ -103,4 +110,5 @@ def index_collection(settings: Settings, engine: Engine, progress: Progress | No
                      changed: list[Changed] | None = None) -> IndexReport:
     """`playlisteval index`: the collection's coordinator (index/pipeline.py) with its videos on the engine;
     ``changed``: videos changed in place, as the caller found them (None: the coordinator looks)."""
+    cancels.clear(engine, cancels.INDEX)  # running `index` again is how a cancelled index goes on
     return pipeline.index_collection(settings, engine, progress, dispatch=index_videos, changed=changed)

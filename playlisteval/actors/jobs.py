@@ -29,6 +29,7 @@ from playlisteval.store.tables import KeyValue, WorkJob, now
 log = get_logger(__name__)
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+CANCELLED = "cancelled"  # its run was cancelled before it started (actors/cancel.py); the next pass queues it
 OPEN = (QUEUED, RUNNING)
 
 
@@ -90,6 +91,15 @@ def finish(engine: Engine, job_id: int, worker: str, result: dict[str, Any] | No
                           updated_at=now()))
 
 
+def drop_cancelled(engine: Engine, job_id: int, worker: str) -> None:
+    """Give back a job just claimed whose run was cancelled: not started, marked cancelled (not queued, or the
+    sweepers would send it again), so the next pass of its command queues it again."""
+    with transaction(engine) as s:
+        s.execute(update(WorkJob).where(col(WorkJob.id) == job_id, col(WorkJob.worker) == worker,
+                                        col(WorkJob.state) == RUNNING)
+                  .values(state=CANCELLED, lease_until=0.0, updated_at=now()))
+
+
 def release(engine: Engine, job_id: int, worker: str) -> None:
     """Give the job back unfinished (Redis or the store failed under it): the broker's retry takes it."""
     with transaction(engine) as s:
@@ -105,6 +115,7 @@ class Tally:
     failed: list[str]  # errors of the failed jobs, in job order
     workers: dict[str, int]  # who did the finished ones
     results: list[dict[str, Any]]  # of the finished (done) jobs, in job order
+    cancelled: int = 0  # not started: their run was cancelled
 
 
 def tally(engine: Engine, job_ids: Sequence[int]) -> Tally:
@@ -116,7 +127,7 @@ def tally(engine: Engine, job_ids: Sequence[int]) -> Tally:
         if state in (DONE, FAILED):
             workers[worker] = workers.get(worker, 0) + 1
     return Tally(len(rows), sum(1 for r in rows if r[0] in OPEN), [r[1] for r in rows if r[0] == FAILED], workers,
-                 [dict(r[3] or {}) for r in rows if r[0] == DONE])
+                 [dict(r[3] or {}) for r in rows if r[0] == DONE], sum(1 for r in rows if r[0] == CANCELLED))
 
 
 def lost(engine: Engine, grace_s: float) -> list[tuple[int, str]]:

@@ -2,7 +2,8 @@
 
     LogContext       every log line of a message's work names its actor, message and first argument
     StepClaim        a build step's item is claimed (lease, compare-and-set) before its actor runs, and
-                     given back afterwards if the step neither committed nor gave it back itself
+                     given back afterwards if the step neither committed nor gave it back itself; while
+                     the build is cancelled (actors/cancel.py) nothing is claimed: the message is dropped
     PoisonLimit      an item claimed more than ``[broker] max_claims`` times without a commit keeps killing
                      its worker (SIGKILL, OOM): it fails as poison instead of running again
     BudgetPause      a step that met the build's budget pauses the build and gives its item back
@@ -46,6 +47,7 @@ from playlisteval.actors import ceilings
 from playlisteval.errors import BudgetExceeded, as_infrastructure, outage_of
 from playlisteval.logs import get_logger, outage
 from playlisteval.models.budget import PAUSED_KEY
+from playlisteval.store import cancels as cancel
 from playlisteval.store import items, transaction
 from playlisteval.store.states import STEPS, Event, State
 from playlisteval.store.tables import KeyValue
@@ -149,6 +151,9 @@ class StepClaim(StepMiddleware):
 
     def enter(self, turn: Turn) -> None:
         app = turn.app
+        if cancel.is_set(app.engine, cancel.BUILD):  # the item stays as it is, unleased, for `resume`
+            log.info("step.cancelled", item=turn.item_id, state=turn.state.value)
+            return
         turn.claim = items.claim(app.engine, turn.item_id, turn.state, app.worker_id, app.settings.broker.lease_s)
         outage.reached("store")
         if turn.claim is None:

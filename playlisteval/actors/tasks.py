@@ -124,8 +124,12 @@ globals().update({actor.actor_name: actor for actor in STEPS.values()})  # modul
 def index_video(video_id: int, embedder: str, run: str) -> None:
     from playlisteval.actors.app import current_app
     from playlisteval.index.work import index_video as work
+    from playlisteval.store import cancels
 
     app = current_app()
+    if cancels.is_set(app.engine, cancels.INDEX):  # `playlisteval cancel index`: the video stays as it was
+        log.info("index.video_cancelled", video=video_id, run=run)
+        return
     work(app.settings, app.engine, video_id, embedder, run, app.worker_id)
     log.info("index.video_done", video=video_id, run=run)  # a worker's line per unit of work
 

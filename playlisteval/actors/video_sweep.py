@@ -25,6 +25,7 @@ from playlisteval.actors.broker import queued_ids
 from playlisteval.index import leases as video_leases
 from playlisteval.index.work import read_outcome
 from playlisteval.logs import get_logger
+from playlisteval.store import cancels
 from playlisteval.store.tables import Video
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ def sweep_videos(app: App) -> int:
     engine = app.engine
     video_leases.reclaim_dead(engine)
     freed = video_leases.take_back_expired(engine)
+    if freed and cancels.is_set(engine, cancels.INDEX):  # cancelled: the next `index` sends them
+        return 0
     if not freed:
         return 0
     active = video_leases.active_run(engine)
@@ -103,6 +106,8 @@ class Healer:
         """Send again this run's videos whose holder died, or whose message was lost; the ones sent.
         ``queue_empty``: the in-process queue drained (no message is on the way to anyone)."""
         self.last_heal = time.monotonic()
+        if cancels.is_set(self.engine, cancels.INDEX):  # cancelled: nothing is sent again
+            return []
         video_leases.reclaim_dead(self.engine)
         freed = set(video_leases.take_back_expired(self.engine))
         still = open_videos(self.engine, self.video_ids, self.run)

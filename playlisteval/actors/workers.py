@@ -23,6 +23,7 @@ from playlisteval.actors.video_sweep import sweep_videos
 from playlisteval.errors import outage_of
 from playlisteval.logs import get_logger, outage
 from playlisteval.models.budget import PAUSED_KEY
+from playlisteval.store import cancels as cancel
 from playlisteval.store import items, outbox, transaction
 from playlisteval.store.states import State
 from playlisteval.store.tables import KeyValue
@@ -182,8 +183,9 @@ def _send_outbox(app: App, live: set[int] | None) -> set[int]:
 
 
 def _build_paused(app: App) -> bool:
+    """Paused by the budget, or cancelled (actors/cancel.py): either way `resume` sends the items again."""
     with transaction(app.engine) as s:
-        return s.get(KeyValue, PAUSED_KEY) is not None
+        return s.get(KeyValue, PAUSED_KEY) is not None or s.get(KeyValue, cancel.BUILD) is not None
 
 
 def _sweep_jobs(app: App) -> int:

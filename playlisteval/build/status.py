@@ -16,10 +16,11 @@ from playlisteval.config import Settings
 from playlisteval.models.batch.listing import open_batches
 from playlisteval.models.budget import PAUSED_KEY, budget_usd, kv, spend
 from playlisteval.models.simulated import is_simulated
-from playlisteval.store import counts, open_store
+from playlisteval.store import cancels, counts, open_store
 from playlisteval.store.engine import read_core
 from playlisteval.store.states import State
 
+_CANCELS = text("SELECT key FROM kv WHERE key LIKE :prefix ORDER BY key")  # store/cancels.py
 _FAILED = text("SELECT id, error FROM item WHERE state = :state ORDER BY id")  # by the index on state
 
 
@@ -42,6 +43,12 @@ class Status:
     paid_usd: float = 0.0  # what finished calls cost
     reserved_usd: float = 0.0  # open reservations: calls in flight now, at their estimate
     interrupted_usd: float = 0.0  # calls cut short by a dead worker, cost unknown: at their estimate
+    cancellations: list[str] = field(default_factory=list)  # pending `playlisteval cancel`s, by what (issue 44)
+
+    @property
+    def cancelled(self) -> bool:
+        """`playlisteval cancel build` is pending: no step starts until `build` or `resume`."""
+        return "build" in self.cancellations
 
     @property
     def items(self) -> int:
@@ -66,6 +73,7 @@ def status(settings: Settings) -> Status:
         states = counts.by_key(s, "item_state")
         budget = budget_usd(s, settings)
         paused = kv(s, PAUSED_KEY)
+        cancellations = [cancels.what_of(str(k)) for (k,) in s.execute(_CANCELS, {"prefix": cancels.PREFIX + "%"})]
     money = spend(engine)
     return Status(
         seeds=int(seeds), states=states, phase1_attempts=int(p1), phase2_attempts=int(p2),
@@ -73,5 +81,5 @@ def status(settings: Settings) -> Status:
         interrupted_usd=money.interrupted, budget_usd=budget, paused=paused, calls=int(calls),
         cache_hits=int(hits), tokens=int(tokens), failures=failures, rejections=rejections,
         simulated=is_simulated(engine, "build"),
-        batches=[vars(b) for b in open_batches(engine)],
+        batches=[vars(b) for b in open_batches(engine)], cancellations=cancellations,
     )

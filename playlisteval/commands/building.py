@@ -46,7 +46,7 @@ _BUDGET_HELP = ("Budget in USD for the build's model calls, all runs of this sto
                 "default: [build] budget_usd). The build pauses when it is reached.")
 _BUDGET = click.FloatRange(min=0)  # a negative budget is a usage error, not "unlimited"
 _EXIT_HELP = ("Exit status: 0 done; 1 error; 2 usage; 3 finished with failed items; 4 paused by the budget; "
-              "5 another build holds the items; 130 interrupted (Ctrl-C).")
+              "5 another build holds the items; 7 cancelled (`playlisteval cancel build`); 130 interrupted (Ctrl-C).")
 
 
 @click.command(epilog=_EXIT_HELP)
@@ -125,6 +125,8 @@ def _exit_code(settings: Any, foreground: bool = True) -> int:
     from playlisteval.store.holders import held_elsewhere
 
     st = read_status(settings)
+    if st.cancelled and foreground:
+        return exitcodes.CANCELLED
     if st.paused:
         return exitcodes.PAUSED
     if st.states.get(State.FAILED.value, 0):
@@ -161,7 +163,7 @@ def _after_run(settings: Any, outcome: Any, what: str, as_json: bool = False, ma
         emit_json({"created": outcome.created, "processed": outcome.enqueued if outcome.foreground else 0,
                    "enqueued": 0 if outcome.foreground else outcome.enqueued, "states": st.states,
                    "failed": failed, "paused": st.paused, "spent_usd": st.spent_usd, "simulated": simulated,
-                   "hint": hint, "exit_code": code})
+                   "cancelled": st.cancelled, "cancellations": st.cancellations, "hint": hint, "exit_code": code})
         return code
     console.print()
     if outcome.foreground:
@@ -170,6 +172,11 @@ def _after_run(settings: Any, outcome: Any, what: str, as_json: bool = False, ma
         console.print(f"{what}; {outcome.enqueued} item(s) enqueued for `playlisteval worker` processes")
     if hint:
         console.print(f"  [cyan]hint[/] {hint}", highlight=False)
+    if code == exitcodes.CANCELLED:
+        unfinished = sum(st.states.get(state.value, 0) for state in WORKING)
+        console.print(f"[yellow]cancelled:[/] the build was cancelled (`playlisteval cancel build`); "
+                      f"{unfinished} item(s) left unfinished as they were, every committed step kept. "
+                      "`playlisteval resume` continues them.", highlight=False)
     if st.paused:
         console.print(f"[yellow]paused:[/] {st.paused}\nRaise it with `playlisteval resume --budget USD`.")
     if failed:
@@ -215,7 +222,7 @@ def status(ctx: click.Context, as_json: bool, watch: bool) -> None:
 
         watched = open_store(settings)  # calls in flight, calls/s and 429s over the last seconds (issue 43)
         with Live(_status_table(st, calls=recent(watched)), console=console, refresh_per_second=2) as live:
-            while any(st.states.get(s.value, 0) for s in WORKING) and not st.paused:
+            while any(st.states.get(s.value, 0) for s in WORKING) and not st.paused and not st.cancelled:
                 time.sleep(1.0)
                 st = read_status(settings)
                 live.update(_status_table(st, calls=recent(watched)))
@@ -262,6 +269,8 @@ def _status_table(st: Any, spends: Any = None, projection: Any = None, calls: An
         table.add_row("429/503 refusals, last 10 s", f"{calls.refused} of {calls.tries}")
     if st.paused:
         table.add_row("[yellow]paused[/]", st.paused)
+    if st.cancellations:  # recorded by `playlisteval cancel`, lifted by running the work again
+        table.add_row("[yellow]cancellation pending[/]", ", ".join(st.cancellations))
     if spends is not None:
         _money_rows(table, spends, projection)
     for b in st.batches:  # open batches (issue 15): `playlisteval batches` shows them in full

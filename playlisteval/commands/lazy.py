@@ -91,6 +91,8 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
     'parked': (('operations',), 'List the work that stopped and waits for a person, of every kind, grouped by '
                                 'reason: failed build items, videos refused by `add`/`index`, failed select and '
                                 'judge jobs — each group with the command that replays it.'),
+    'cancel': (('operations',), 'Cancel a running build, index, select, or judge (retrieve) run RUN_ID, on every '
+                                'machine.'),
     'gates': (('gate_shares',), 'Per gate: questions decided, the share rejected with its 95% interval (clustered '
                                 'by question), and the source of the decisions: "real" (no sim model '
                                 'among the gate\'s calls), "simulated" or "mixed". Checker faults decided nothing and '

@@ -1,4 +1,5 @@
-"""Operations (issue 44): `ps` lists who holds what now, `parked` what waits for a person and how to replay it."""
+"""Operations (issue 44): `ps` lists who holds what now, `parked` what waits for a person and how to replay it,
+`cancel` stops a running build, index, select or judge run on every machine (store/cancels.py)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def ps(ctx: click.Context, as_json: bool) -> None:
     lease_s`."""
     from playlisteval.actors.workforce import SHOWN_IDS, job_kinds_running, live_holdings
     from playlisteval.store import open_store
+    from playlisteval.store.cancels import pending
 
     engine = open_store(settings_of(ctx))
     at = time.time()
@@ -46,6 +48,9 @@ def ps(ctx: click.Context, as_json: bool) -> None:
         emit_json([{"process": h.process, "kind": h.kind, "count": h.count, "ids": h.ids,
                     "lease_until": h.lease_until, "renewed_at": h.renewed_at} for h in holdings])
         sys.exit(exitcodes.DONE)
+    for c in pending(engine):  # what the holders finish and then stop taking
+        console.print(f"[yellow]cancellation pending:[/] {c.what} (asked {_ago(c.since, at)}; running it again "
+                      "clears it)", highlight=False)
     if not holdings:
         waiting = job_kinds_running(engine)
         extra = ("; open jobs with no live holder: " + ", ".join(f"{n} {k}" for k, n in sorted(waiting.items()))
@@ -102,4 +107,38 @@ def parked(ctx: click.Context, replay: bool, as_json: bool) -> None:
     sys.exit(code)
 
 
-COMMANDS = [ps, parked]
+_CANCEL_KINDS = ("build", "index", "select", "judge", "retrieve")
+
+
+@click.command("cancel")
+@click.argument("what", type=click.Choice(_CANCEL_KINDS))
+@click.argument("run_id", type=click.IntRange(min=1), required=False)
+@click.option("--json", "as_json", is_flag=True, help='Print {"cancelled", "jobs_stopped"} as JSON.')
+@click.pass_context
+def cancel(ctx: click.Context, what: str, run_id: int | None, as_json: bool) -> None:
+    """Cancel a running build, index, select, or judge (retrieve) run RUN_ID, on every machine.
+
+    The cancellation is recorded in the store: every worker stops taking that work — a build step, a video
+    or a question not yet started is left as it was, one in flight finishes and commits — and the command
+    waiting on it (`build`, `index`, `select`, `eval judge`) ends with exit status 7. Running the work again
+    the normal way (`resume`, `index`, `select`, `eval judge` with the same options) clears the
+    cancellation and finishes what is left; nothing done is done or paid again."""
+    from playlisteval.store import cancels, open_store
+
+    if what in ("judge", "retrieve") and run_id is None:
+        raise click.UsageError(f"`cancel {what}` needs the run's id (`playlisteval eval runs` lists them)")
+    if what not in ("judge", "retrieve") and run_id is not None:
+        raise click.UsageError(f"`cancel {what}` takes no run id")
+    key = {"build": cancels.BUILD, "index": cancels.INDEX, "select": cancels.job_key("gate", 0)}.get(what) \
+        or cancels.job_key(what, int(run_id or 0))
+    stopped = cancels.request(open_store(settings_of(ctx)), key)
+    if as_json:
+        emit_json({"cancelled": cancels.what_of(key), "jobs_stopped": stopped})
+        sys.exit(exitcodes.DONE)
+    jobs = f"; {stopped} queued question(s) will not start" if key.count(":") == 2 else ""
+    console.print(f"cancelled {cancels.what_of(key)}{jobs}: what is in flight finishes, nothing new starts. "
+                  "Running it again clears the cancellation.", highlight=False)
+    sys.exit(exitcodes.DONE)
+
+
+COMMANDS = [ps, parked, cancel]
