@@ -114,7 +114,8 @@ def wilson(p: float, n_eff: float, q: float) -> tuple[float, float]:
     denominator = 1 + q2 / n_eff
     center = (p + q2 / (2 * n_eff)) / denominator
     half = q / denominator * math.sqrt(max(p * (1 - p), 0.0) / n_eff + q2 / (4 * n_eff * n_eff))
-    return max(0.0, center - half), min(1.0, center + half)
+    # the interval holds p exactly; at p = 0 or 1 rounding put the bound a hair inside it (1 − 2e-16)
+    return max(0.0, min(p, center - half)), min(1.0, max(p, center + half))
 
 
 def effective_n(sums: NDArray[np.float64], counts: NDArray[np.float64],
