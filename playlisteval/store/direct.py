@@ -2,7 +2,7 @@
 
 A transition runs ~45 statements. Through ``Connection.execute`` each pays SQLAlchemy's per-statement path
 (cache key, execution context, events, a result object): measured here ~27 µs a statement against ~9 µs
-for the same statement through sqlite3. A ``Direct`` statement is compiled once per dialect (and set of
+for the same statement through sqlite3. A ``Direct`` statement is compiled once per engine's dialect (and set of
 parameter names) into the driver's SQL and parameter order, and run on the DB-API connection that the
 SQLAlchemy connection holds: the same transaction, so it mixes with Core and ORM statements there.
 
@@ -54,10 +54,13 @@ class Direct:
 
     def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
-        self._compiled: dict[tuple[str, frozenset[str]], _Compiled] = {}
+        self._compiled: dict[tuple[int, frozenset[str]], _Compiled] = {}
 
     def _for(self, dialect: Dialect, names: frozenset[str]) -> _Compiled:
-        key = (dialect.name, names)
+        # per dialect *instance*, not per dialect name: a type's processors may read the engine's own state
+        # (store/media_paths.py: the project folder paths are resolved against), so a second store opened in
+        # the process must not run the first one's. The entry holds its dialect, so the id stays its own.
+        key = (id(dialect), names)
         found = self._compiled.get(key)
         if found is None:
             found = self._compiled[key] = _compile(self.statement, dialect, names)
