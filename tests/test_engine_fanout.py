@@ -98,12 +98,13 @@ def test_select_and_eval_judge_fan_out_to_two_worker_processes(built: Settings, 
     assert done and {state for _, _, state in done} == {"done"}
     by_worker: dict[str, dict[str, int]] = {}
     for kind, worker, _ in done:
-        by_worker.setdefault(worker.rsplit(":", 1)[1], {}).setdefault(kind, 0)
-        by_worker[worker.rsplit(":", 1)[1]][kind] += 1
+        pid = worker.split(":")[1]  # host:pid:place.nonce (store/identity.py)
+        by_worker.setdefault(pid, {}).setdefault(kind, 0)
+        by_worker[pid][kind] += 1
     assert set(by_worker) == pids and all(sum(counts.values()) > 0 for counts in by_worker.values()), by_worker
     assert {kind for counts in by_worker.values() for kind in counts} == {"gate", "judge"}
     # ... and the calls on the ledger are theirs: none from this (the command's) process
-    callers = {w.rsplit(":", 1)[1] for (w,) in rows(engine, "SELECT DISTINCT worker FROM model_call "
+    callers = {w.split(":")[1] for (w,) in rows(engine, "SELECT DISTINCT worker FROM model_call "
                                                             "WHERE purpose IN ('select', 'eval')")}
     assert callers == pids and str(os.getpid()) not in callers
 
