@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from playlisteval.store.engine import transaction
-from playlisteval.store.tables import KeyValue, WorkJob, now
+
+# the ORM's table classes are imported in the functions that write or read rows, not here: `status` imports
+# this module for PREFIX and what_of, and reads the store without the ORM (issue 26, tests/test_kept_imports.py)
 
 PREFIX = "cancel:"
 BUILD = f"{PREFIX}build"
@@ -57,6 +58,10 @@ def what_of(key: str) -> str:
 
 def request(engine: Engine, key: str) -> int:
     """Record the cancellation; for a job key, mark the run's queued jobs cancelled (returns how many)."""
+    from sqlmodel import col
+
+    from playlisteval.store.tables import KeyValue, WorkJob, now
+
     stopped = 0
     with transaction(engine) as s:
         s.merge(KeyValue(key=key, value=repr(now())))
@@ -70,12 +75,16 @@ def request(engine: Engine, key: str) -> int:
 
 
 def is_set(engine: Engine, key: str) -> bool:
+    from playlisteval.store.tables import KeyValue
+
     with transaction(engine) as s:
         return s.get(KeyValue, key) is not None
 
 
 def clear(engine: Engine, key: str) -> bool:
     """Lift the cancellation (the work is run again); whether one was set."""
+    from playlisteval.store.tables import KeyValue
+
     with transaction(engine) as s:
         row = s.get(KeyValue, key)
         if row is None:
@@ -86,6 +95,10 @@ def clear(engine: Engine, key: str) -> bool:
 
 def pending(engine: Engine) -> list[Pending]:
     """Every cancellation recorded and not yet cleared by running the work again, oldest first."""
+    from sqlmodel import col, select
+
+    from playlisteval.store.tables import KeyValue
+
     with transaction(engine) as s:
         rows = s.exec(select(KeyValue).where(col(KeyValue.key).startswith(PREFIX))).all()
         out = []
