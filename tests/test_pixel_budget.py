@@ -100,10 +100,10 @@ def test_hf_frames_reach_the_processor_within_the_budget(settings: Settings, vid
 
     provider = HFProvider(settings)
     loaded: Any = SimpleNamespace(sees_images=True)
-    content, images = provider._content(loaded, "tiny", clip_request(video, media_resolution="medium"))
+    content, images, _ = provider._content(loaded, "tiny", clip_request(video, media_resolution="medium"))
     shown = [c["image"].size for c in content if c["type"] == "image"]
     assert images == 4 and shown == [(80, 60)] * 4
-    content, _ = provider._content(loaded, "tiny", clip_request(video))
+    content, _, _ = provider._content(loaded, "tiny", clip_request(video))
     assert [c["image"].size for c in content if c["type"] == "image"] == [(160, 120)] * 4
 
 
