@@ -33,7 +33,7 @@ def test_a_busy_worker_stops_soon_on_sigterm_and_gives_back_its_item(tmp_path: P
     proc = subprocess.Popen([sys.executable, "-m", "playlisteval.cli", "--project", str(tmp_path), "-v", "worker",
                              "--threads", "1"], env={**os.environ, "PYTHONPATH": str(REPO), **env_for(**overrides)},
                             stdout=log, stderr=subprocess.STDOUT)
-    owner = f"%:{proc.pid}/%"
+    owner = f"%:{proc.pid}:%"  # host:pid:place.nonce/claim (store/identity.py)
     try:
         # busy: a step holds its item and waits on a 30-s model call
         wait_until(lambda: scalar(engine, "SELECT COUNT(*) FROM item WHERE lease_owner LIKE :o", o=owner) == 1,
