@@ -88,12 +88,12 @@ def test_a_wide_result_piped_at_80_columns_is_records_not_ellipses(proj: Path) -
     """Issue 44: `sql "SELECT * FROM leaderboard"` piped at 80 columns printed rows of "…"."""
     from playlisteval.commands import support
 
-    width = support.console.width
+    fixed = support.console._width  # None: the console follows COLUMNS; restored as it was, not as a number
     support.console.width = 80  # CliRunner's output is a pipe; the width a piped terminal gets
     try:
         code, out = run(proj, "SELECT * FROM leaderboard WHERE domain = 'All' ORDER BY judge")
     finally:
-        support.console.width = width
+        support.console._width = fixed
     assert code == 0, out
     assert "one record each" in out and "-[ row 1 ]" in out
     assert "judge" in out and "alpha" in out and "retrieved" in out
