@@ -97,7 +97,7 @@ def fresh_copy(demo: Path, dst: Path) -> Path:
 def judge_once(demo: Path, work: Path, capacity: int, latency: float, extra: dict[str, str]) -> dict[str, Any]:
     project = fresh_copy(demo, work / "run")
     with CapacityServer(capacity, latency) as server:
-        env = {"OPENAI_API_KEY": "sk-bench-capacity", "PLAYLISTEVAL_PROVIDERS__OPENAI_BASE_URL": server.url, **extra}
+        env = {"OPENAI_API_KEY": "bench-capacity-key", "PLAYLISTEVAL_PROVIDERS__OPENAI_BASE_URL": server.url, **extra}
         t0 = time.perf_counter()
         out = _run(["eval", "judge", "--judge", JUDGE, "--json"], project, env)
         wall = time.perf_counter() - t0

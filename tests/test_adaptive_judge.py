@@ -43,7 +43,7 @@ def selected(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def fresh(selected: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-capacity-0000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-capacity-key")
     root = tmp_path / "proj"
     root.mkdir()
     (root / "playlisteval.toml").write_text((selected / "playlisteval.toml").read_text())

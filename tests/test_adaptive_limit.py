@@ -135,7 +135,7 @@ def test_a_configured_concurrent_limit_is_the_ceiling(tmp_path: Path) -> None:
 
 @pytest.fixture
 def key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-capacity-0000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-capacity-key")
     yield
 
 

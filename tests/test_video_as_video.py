@@ -72,7 +72,7 @@ def derived(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, api: FakeAPI, derived: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-test-dashscope-video")
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "test-dashscope-key")
     s = project(tmp_path / "proj", models__C3="qwen/qwen3.7-plus", runner__backoff_base_s=0.01)
     s.media.dir = str(derived)
     s.providers.qwen_base_url = f"{api.url}/compatible-mode/v1"

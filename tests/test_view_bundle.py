@@ -36,7 +36,7 @@ from tests.human_helpers import OVERRIDES
 from tests.view_helpers import JUDGES, TOKEN, sources, viewed_project
 
 pytestmark = pytest.mark.slow
-FAKE_KEY = "sk-bundlefake0123456789abcdef"
+FAKE_KEY = "Bq4Hn7Wd2Ks9Lt5Mv3Py8Rz"  # no provider shape: only its being the variable's value hides it
 EVIL = "<script>alert('bundled')</script>"
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
