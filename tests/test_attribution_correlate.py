@@ -44,12 +44,17 @@ def test_each_category_follows_from_what_was_served() -> None:
     assert category_of("verdict", 0.0, hops, {"mode": "none"}) == NO_EVIDENCE
     assert category_of("verdict", 0.0, hops, {}) == NO_EVIDENCE
     assert category_of("no_verdict", 0.5, hops, {}) == NO_VERDICT
+    # a shortcut judge handed evidence it only counts words of (transcript-overlap) is not blamed either
+    assert category_of("verdict", 0.0, hops, {"chunks": [3], "frames": [[1, 40.0]]}, shortcut=True) == NO_EVIDENCE
+    assert category_of("no_verdict", 0.5, hops, served, shortcut=True) == NO_VERDICT
 
 
-def test_a_shortcut_judge_s_failures_are_not_blamed_on_retrieval(selected: Path, tmp_path: Path) -> None:
-    """Issue 41: `eval attribute` said shortcut/random was "100 % cited evidence not retrieved"."""
+@pytest.mark.parametrize("judge", ["shortcut/random", "shortcut/transcript-overlap"])
+def test_a_shortcut_judge_s_failures_are_not_blamed_on_retrieval(selected: Path, tmp_path: Path, judge: str) -> None:
+    """Issue 41: `eval attribute` said shortcut/random was "100 % cited evidence not retrieved";
+    transcript-overlap is served retrieved transcripts (its record names chunks) and is not blamed either."""
     settings = copy_of(selected, tmp_path / "p")
-    [run] = json_lines(cli(settings, "eval", "judge", "--judge", "shortcut/random", "--json"))
+    [run] = json_lines(cli(settings, "eval", "judge", "--judge", judge, "--json"))
     [out] = json_lines(cli(settings, "eval", "attribute", str(run["run_id"]), "--json"))
     assert out["counts"][NOT_RETRIEVED] == out["counts"][NOT_SAMPLED] == out["counts"][SERVED_WRONG] == 0
     assert out["counts"][NO_EVIDENCE] + out["counts"][NO_VERDICT] == out["wrong_or_no_verdict"] > 0

@@ -4,9 +4,11 @@ Every judgment that is not a win — a wrong verdict (score 0) or no verdict (a 
 refusal, a reward model's tie) — is put in exactly one category, from stored records only:
 
 - ``no_verdict``: the judge gave no verdict, whatever it was shown;
-- ``no_evidence``: the judge was served no evidence at all (a shortcut judge, mode "none"), or none is on
-  record (a run imported with `eval import`): retrieval cannot be blamed for what was never asked of it
-  (issue 41: shortcut/random was "100 % cited evidence not retrieved");
+- ``no_evidence``: the judge was served no evidence at all (mode "none"), none is on record (a run
+  imported with `eval import`), or the judge is a shortcut judge (eval/shortcuts.py), which looks at no
+  frame whatever it was handed — shortcut/transcript-overlap counts words of the served transcripts, so
+  its record names chunks, but its loss is the shortcut's, not retrieval's: retrieval cannot be blamed for
+  what no model was asked to use (issue 41: shortcut/random was "100 % cited evidence not retrieved");
 - ``not_retrieved``: for some hop, none of the chunks the gold answer cites was among the chunks served;
 - ``not_sampled``: every hop's cited chunks were served, but for some hop no served frame lies inside the
   gold answer's cited ranges (the chunk was there, the moment was not);
@@ -35,6 +37,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
 
 from playlisteval.analytics.intervals import Interval, cluster_mean
+from playlisteval.eval.shortcuts import is_shortcut
 from playlisteval.prompts.citations import parse_citations
 from playlisteval.store import transaction
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
@@ -44,7 +47,7 @@ NO_VERDICT, NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, UNCITED, NO_EVIDENCE = (
 CATEGORIES = (NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, NO_VERDICT, UNCITED, NO_EVIDENCE)
 LABELS = {NOT_RETRIEVED: "cited evidence not retrieved", NOT_SAMPLED: "retrieved but not sampled",
           SERVED_WRONG: "served but still wrong", NO_VERDICT: "no verdict", UNCITED: "gold answer cites nothing",
-          NO_EVIDENCE: "served no evidence (or none on record)"}
+          NO_EVIDENCE: "no evidence judged (shortcut judge, none served or none on record)"}
 EXAMPLES = 3
 
 
@@ -181,11 +184,13 @@ def _hops(source: HopSource, pairs: Sequence[_Loss]) -> dict[int, tuple[str, lis
     return out
 
 
-def category_of(outcome: str, score: float, hops: list[Hop | None], record: dict[str, Any]) -> str:
-    """The one category of a judgment that is not a win (see the module docstring for the order)."""
+def category_of(outcome: str, score: float, hops: list[Hop | None], record: dict[str, Any],
+                shortcut: bool = False) -> str:
+    """The one category of a judgment that is not a win (see the module docstring for the order);
+    ``shortcut``: the run's judge is a shortcut judge."""
     if outcome != "verdict" or score == 0.5:
         return NO_VERDICT
-    if "chunks" not in record and "frames" not in record:  # shown nothing, or imported: nothing to blame
+    if shortcut or ("chunks" not in record and "frames" not in record):  # nothing a model used: no one to blame
         return NO_EVIDENCE
     if any(h is None for h in hops):
         return UNCITED
@@ -217,13 +222,14 @@ def attribute(engine: Engine, run_id: int, *, seed: int, source: HopSource | Non
             .where(_loss_filter(run_id)).order_by(col(Judgment.pair_id))).all()]
         hops = _hops(source if source is not None else HopSource.for_run(s, run_id), losses)
         out = Attribution(run_id, run.judge, run.evidence, run.scope, judged=judged)
+    shortcut = is_shortcut(run.judge)
     labels: list[str] = []
     clusters: list[int] = []
     examples: dict[str, list[dict[str, Any]]] = {c: [] for c in CATEGORIES}
     for j in losses:
         pair = j
         item_hops = hops[pair.item_id][1]
-        category = category_of(j.outcome, j.score, item_hops, j.evidence or {})
+        category = category_of(j.outcome, j.score, item_hops, j.evidence or {}, shortcut)
         labels.append(category)
         clusters.append(pair.item_id)
         if len(examples[category]) < EXAMPLES:

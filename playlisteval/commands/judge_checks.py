@@ -37,7 +37,8 @@ def _runs_to_attribute(settings: Any, run: int | None) -> list[int]:
 
 
 _IMPORTED_NOTE = ("imported (`eval import`): what its judge was shown is not on record, so its wrong verdicts "
-                  "are counted as 'served no evidence (or none on record)'; the no-verdict count is exact")
+                  "are counted as 'no evidence judged (shortcut judge, none served or none on record)'; "
+                  "the no-verdict count is exact")
 
 
 @eval_group.command("attribute")
