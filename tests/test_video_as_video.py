@@ -31,7 +31,7 @@ from playlisteval.cli import main
 from playlisteval.commands.funnel import funnel
 from playlisteval.config import Settings
 from playlisteval.errors import PermanentModelError
-from playlisteval.models.providers.openai_compat import QwenProvider, VLLMProvider
+from playlisteval.models.providers.openai_servers import QwenProvider, VLLMProvider
 from playlisteval.models.request import ModelRequest, TextPart, VideoPart
 from playlisteval.models.runner import Runner
 from playlisteval.store import forget_engines, open_store

@@ -25,8 +25,8 @@ _BUILT_IN: dict[str, tuple[str, str, str | None]] = {
     "sim": ("playlisteval.world.sim.provider", "SimProvider", None),
     "gemini": ("playlisteval.models.providers.gemini", "GeminiProvider", "api"),
     "openai": ("playlisteval.models.providers.openai_compat", "OpenAIProvider", "api"),
-    "qwen": ("playlisteval.models.providers.openai_compat", "QwenProvider", "api"),
-    "vllm": ("playlisteval.models.providers.openai_compat", "VLLMProvider", "api"),
+    "qwen": ("playlisteval.models.providers.openai_servers", "QwenProvider", "api"),
+    "vllm": ("playlisteval.models.providers.openai_servers", "VLLMProvider", "api"),
     "hf": ("playlisteval.models.providers.hf", "HFProvider", "gpu"),
     "llama": ("playlisteval.models.providers.llama", "LlamaProvider", "llm"),  # GGUF on the CPU (issue 24)
 }

@@ -1,4 +1,5 @@
-"""OpenAI chat completions, and the servers that speak the same protocol: DashScope (Qwen) and vLLM.
+"""OpenAI chat completions; the servers that speak the same protocol (DashScope's Qwen, vLLM) subclass it
+in openai_servers.py.
 
 Thin (DESIGN 6): a request becomes one ``chat.completions.create`` call with the SDK's own retries off
 (``max_retries=0``: the runner alone retries); video becomes frames at the request's fps, capped by the
@@ -43,7 +44,6 @@ from playlisteval.models.providers.media_parts import (
     video_record,
 )
 from playlisteval.models.providers.pixel_budget import fit_images
-from playlisteval.models.providers.video_files import clip_url, qwen_video, vllm_fps
 from playlisteval.models.providers.wire import fallback_usage, mmss, parse_retry_after, strict_json_schema
 from playlisteval.models.reasoning import message_thinking
 from playlisteval.models.request import (
@@ -60,7 +60,6 @@ from playlisteval.models.request import (
 )
 
 _QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "Arrearage"}
-_OFF = {"none", "off", "minimal", "false", "0"}
 
 
 def map_error(exc: Exception, where: str) -> ModelError:
@@ -344,110 +343,3 @@ def tool_calls_of(message: Any) -> list[ToolCall]:
             arguments = {"_unparsed": str(function.arguments)[:500]}
         out.append(ToolCall(id=str(call.id), name=str(function.name), arguments=arguments))
     return out
-
-
-class QwenProvider(OpenAIProvider):
-    """DashScope's OpenAI-compatible endpoint: video as a frame list ("video": [images]) with its fps, or as
-    the clip itself ("video_url" with "fps" beside it) when [providers] qwen_video says so."""
-
-    name = "qwen"
-    key_env = ("DASHSCOPE_API_KEY",)
-    max_tokens_param = "max_tokens"
-    frames_as = "frame_list"  # one ``video`` part per clip
-
-    def base_url(self) -> str | None:
-        return self.settings.providers.qwen_base_url
-
-    def min_frames(self) -> int:
-        return self.settings.providers.qwen_min_frames
-
-    def frames(self, model: str, request: ModelRequest) -> dict[int, FramedVideo]:
-        """Each clip a frame list capped on its own (DashScope counts a list's images, not the request's:
-        issue 42), or none when clips go as video files ([providers] qwen_video = "video_url")."""
-        cfg = self.settings.providers
-        if cfg.qwen_video == "video_url":
-            return {}
-        return framed(self.settings, request, f"{self.name}/{model}", self.min_frames(), cfg.qwen_max_frames)
-
-    def frames_limit(self, model: str) -> int | None:
-        return self.settings.providers.qwen_max_frames  # a frame list's own cap
-
-    def image(self, url: str) -> dict[str, Any]:
-        return {"type": "image_url", "image_url": {"url": url}}  # "detail" is OpenAI's own knob
-
-    def video_content(self, part: VideoPart, video: FramedVideo | None) -> list[dict[str, Any]]:
-        if video is None:  # the clip as a video file, sampled by DashScope at the part's fps
-            return [qwen_video(self.settings, part, self.name)]
-        return [{"type": "video", "video": [data_url(p) for p in video.paths], "fps": round(video.fps, 4)}]
-
-    def response_format(self, schema: type[BaseModel]) -> tuple[dict[str, Any], str | None]:
-        if self.settings.providers.qwen_response_format == "json_schema":
-            return super().response_format(schema)
-        note = ("Reply with one JSON object that follows this JSON schema:\n"
-                + json.dumps(strict_json_schema(schema), separators=(",", ":")))
-        return {"type": "json_object"}, note
-
-    def options(self, request: ModelRequest) -> dict[str, Any]:
-        budget = request.settings.thinking_budget
-        plain = request.model_copy(update={"settings": request.settings.model_copy(update={"thinking_budget": None})})
-        out = super().options(plain)
-        thinking = out.pop("reasoning_effort", None)
-        extra: dict[str, Any] = {}
-        if thinking is not None:
-            extra["enable_thinking"] = str(thinking).lower() not in _OFF
-        if budget is not None:  # DashScope's thinking_budget (issue 20, Table 9): thinking on, at most so many
-            extra.update(enable_thinking=True, thinking_budget=budget)
-        if extra:
-            out["extra_body"] = extra
-        return out
-
-
-class VLLMProvider(OpenAIProvider):
-    """Any OpenAI-compatible vLLM server; charged by GPU time (latency x GPUs), not tokens (SPEC K1)."""
-
-    name = "vllm"
-    key_env = ("VLLM_API_KEY",)
-    key_optional = True
-    max_tokens_param = "max_tokens"
-
-    def base_url(self) -> str | None:
-        return self.settings.providers.vllm_base_url
-
-    def frames(self, model: str, request: ModelRequest) -> dict[int, FramedVideo]:
-        if self.settings.providers.vllm_video == "video_url":
-            return {}  # the server samples the clip itself
-        return super().frames(model, request)
-
-    def video_content(self, part: VideoPart, video: FramedVideo | None) -> list[dict[str, Any]]:
-        if video is not None:
-            return super().video_content(part, video)
-        # the clip without sound (vLLM reads its frames only), sampled by the server at the request's fps
-        return [{"type": "video_url", "video_url": {"url": clip_url(self.settings, part.model_copy(
-            update={"audio": False}), self.name)}}]
-
-    def options(self, request: ModelRequest) -> dict[str, Any]:
-        g = request.settings
-        plain = request.model_copy(update={"settings": g.model_copy(update={"thinking_budget": None})})
-        out = super().options(plain)
-        thinking = out.pop("reasoning_effort", None)
-        extra: dict[str, Any] = {}
-        if thinking is not None:
-            extra["chat_template_kwargs"] = {"enable_thinking": str(thinking).lower() not in _OFF}
-        if g.thinking_budget is not None:  # vLLM's per-request cap on reasoning tokens (issue 20, Table 9)
-            extra["thinking_token_budget"] = g.thinking_budget
-        pixels = g.max_pixels or self.settings.providers.pixel_budgets.get(g.media_resolution or "")
-        processor: dict[str, Any] = {}
-        if pixels:  # the pixel budget per image (Table 18), applied by the model's own processor
-            processor["max_pixels"] = int(pixels)
-        fps = vllm_fps(request, self.name) if self.settings.providers.vllm_video == "video_url" else None
-        if fps is not None:  # issue 42: the server samples the clips at the SPEC's fps, not its default
-            processor.update(fps=fps, do_sample_frames=True)
-        if processor:
-            extra["mm_processor_kwargs"] = processor
-        if extra:
-            out["extra_body"] = extra
-        return out
-
-    def gpu_seconds(self, latency: float) -> float:
-        return latency * self.settings.providers.vllm_gpus
-
