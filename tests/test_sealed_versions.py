@@ -78,6 +78,30 @@ def shared_models(settings: Settings) -> set[str]:
     return {str((d or {}).get("F_first", {}).get("model")) for d in found}
 
 
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def same_export(before: Path, after: Path) -> None:
+    """Two exports of one version: every file byte for byte, but provenance.json's ``generated_at`` (when
+    each was written, the one field meant to differ) — the README (the dataset card) included."""
+    was, now = files_of(before), files_of(after)
+    assert sorted(now) == sorted(was)
+    for name in sorted(was):
+        if name == "provenance.json":
+            stamped = [json.loads(doc) for doc in (was[name], now[name])]
+            assert [{k: v for k, v in d.items() if k != "generated_at"} for d in stamped] == [
+                {k: v for k, v in stamped[0].items() if k != "generated_at"}] * 2
+        else:
+            assert now[name] == was[name], name
+
+
+def gap_table(export: Path) -> str:
+    """The card's "accuracy by rating gap" table of the difficulty gate's weak judges."""
+    card = (export / "README.md").read_text()
+    return card[card.index("the difficulty gate's weak judges"):card.index("judge runs on this benchmark")]
+
+
 def select_calls(settings: Settings) -> int:
     with transaction(open_store(settings)) as s:
         return int(s.exec(select(func.count()).select_from(ModelCall).where(ModelCall.purpose == "select")).one())
@@ -103,6 +127,10 @@ def other_draw_keeps_the_export(settings: Settings, tmp_path: Path) -> None:
     run(settings, "export", str(after), "--benchmark", "playlistbench")
     for name in FILES:
         assert (after / name).read_bytes() == (before / name).read_bytes(), name
+    same_export(before, after)  # the whole folder, its dataset card included
+    weak = gap_table(after)
+    assert "F_first: sim/weak-judge" in weak and f"F_first: {OTHER_JUDGE}" not in weak, weak
+    assert json.loads((after / "provenance.json").read_text())["models"]["F_first"] == ["sim/weak-judge"]
     assert json.loads((after / "provenance.json").read_text())["content_hash"] == sha(after / "data/test.jsonl")
     assert [v["content_hash"] for v in versions(settings)] == [recorded]
     rows = [json.loads(line) for line in (after / "data/test.jsonl").read_text().splitlines()]
