@@ -21,7 +21,8 @@ from playlisteval.cli import main
 from playlisteval.config import Settings
 from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import open_store, transaction
-from playlisteval.store.tables import BenchmarkPair, ModelCall, Pair
+from playlisteval.store.migrations import migrate
+from playlisteval.store.tables import BenchmarkGate, BenchmarkPair, BenchmarkQuestion, ModelCall, Pair
 from tests.eval_helpers import indexed_seeded_store
 from tests.helpers import env_for, project, share_media
 from tests.judged_project import OVERRIDES
@@ -193,3 +194,26 @@ def test_an_older_version_without_a_seal_still_exports_and_says_what_it_lacks(so
     assert sha(out / "data/test.jsonl") == versions(settings)[0]["content_hash"]
     assert "data/annotations.jsonl" not in result["files"]
     assert any("annotations" in note for note in result["notes"])
+
+
+def test_an_older_store_gets_each_benchmarks_gate_records_from_what_it_has(source: Path, tmp_path: Path) -> None:
+    """Migration 2312 on a store drawn before it, another draw since: a benchmark's drawn pairs get its own
+    verdicts (benchmark_pair.difficulty), its dropped ones the pair's (all such a store still holds)."""
+    settings = copy_of(source, tmp_path)
+    run(settings, "select", "--name", "other", code=None, models__F_first=OTHER_JUDGE)
+    engine = open_store(settings)
+    with engine.begin() as conn:  # as a store of before 2312 holds it
+        conn.execute(text("DROP TABLE benchmark_gate"))
+        conn.execute(text("DELETE FROM schema_migration WHERE name = '2312_benchmark_gate'"))
+    assert migrate(engine) == ["2312_benchmark_gate"]
+    assert migrate(engine) == []
+    with transaction(engine) as s:
+        sampled = s.exec(select(BenchmarkQuestion.item_id).where(BenchmarkQuestion.benchmark_id == 1)).all()
+        pairs = {int(p.id or 0): p for p in s.exec(select(Pair).where(col(Pair.item_id).in_(sampled))).all()}
+        own = {int(b.pair_id): b.difficulty for b in s.exec(select(BenchmarkPair)
+                                                             .where(BenchmarkPair.benchmark_id == 1)).all()}
+        got = {int(g.pair_id): (g.difficulty, g.kept) for g in s.exec(select(BenchmarkGate)
+                                                                      .where(BenchmarkGate.benchmark_id == 1)).all()}
+    assert own and set(own) < set(pairs)  # some of its sampled questions' pairs were dropped
+    assert got == {p: (own[p], True) if p in own else (pair.difficulty, pair.kept) for p, pair in pairs.items()}
+    assert {d["F_first"]["model"] for p, (d, _) in got.items() if p in own} == {"sim/weak-judge"}
