@@ -83,16 +83,15 @@ def files_of(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def same_export(before: Path, after: Path) -> None:
-    """Two exports of one version: every file byte for byte, but provenance.json's ``generated_at`` (when
-    each was written, the one field meant to differ) — the README (the dataset card) included."""
+def same_export(before: Path, after: Path, times: tuple[str, ...] = ("generated_at",)) -> None:
+    """Two exports of one version: every file byte for byte, but provenance.json's ``times`` (when each was
+    written; a superseded version's ``time`` is when it was frozen) — the README (the dataset card) included."""
     was, now = files_of(before), files_of(after)
     assert sorted(now) == sorted(was)
     for name in sorted(was):
         if name == "provenance.json":
-            stamped = [json.loads(doc) for doc in (was[name], now[name])]
-            assert [{k: v for k, v in d.items() if k != "generated_at"} for d in stamped] == [
-                {k: v for k, v in stamped[0].items() if k != "generated_at"}] * 2
+            stamped = [{k: v for k, v in json.loads(doc).items() if k not in times} for doc in (was[name], now[name])]
+            assert stamped[1] == stamped[0]
         else:
             assert now[name] == was[name], name
 
@@ -217,3 +216,20 @@ def test_an_older_store_gets_each_benchmarks_gate_records_from_what_it_has(sourc
     assert own and set(own) < set(pairs)  # some of its sampled questions' pairs were dropped
     assert got == {p: (own[p], True) if p in own else (pair.difficulty, pair.kept) for p, pair in pairs.items()}
     assert {d["F_first"]["model"] for p, (d, _) in got.items() if p in own} == {"sim/weak-judge"}
+
+
+def test_a_redraw_with_another_weak_judge_keeps_the_first_versions_card(source: Path, tmp_path: Path) -> None:
+    """`select --redraw` with another first weak judge: version 2's card and provenance name the new judge
+    (the redraw's own gate records), version 1's export stays what it was, its card naming the old one."""
+    settings = copy_of(source, tmp_path)
+    before = tmp_path / "before"
+    run(settings, "export", str(before))
+    run(settings, "select", "--redraw", code=None, models__F_first=OTHER_JUDGE)
+    assert [v["version"] for v in versions(settings)] == [1, 2]
+    live, first = tmp_path / "live", tmp_path / "first"
+    run(settings, "export", str(live))
+    run(settings, "export", str(first), "--version", "1")
+    assert f"F_first: {OTHER_JUDGE}" in gap_table(live) and "F_first: sim/weak-judge" not in gap_table(live)
+    assert json.loads((live / "provenance.json").read_text())["models"]["F_first"] == [OTHER_JUDGE]
+    same_export(before, first, ("generated_at", "time"))
+    assert json.loads((first / "provenance.json").read_text())["models"]["F_first"] == ["sim/weak-judge"]

@@ -116,9 +116,10 @@ def provenance(engine: Engine, settings: Settings, benchmark: Any = None, *, ver
         "settings_source": "benchmark", "protocol_digest": protocol.digest(proto) or None,
     })
     if chosen is not None and not live:  # the digests it was printed with while live: a redraw (`select
-        # --redraw`) or `protocol set` since changed the benchmark's own settings, not this version's
+        # --redraw`) or `protocol set` since changed the benchmark's own settings, not this version's; and
+        # its models (a redraw copied its own gate records, maybe by other weak judges)
         was = ((chosen.snapshot or {}).get("leaderboard") or {}).get("provenance") or {}
-        out.update({k: was[k] for k in ("settings_digest", "protocol_digest") if was.get(k)})
+        out.update({k: was[k] for k in ("settings_digest", "protocol_digest", "models") if was.get(k)})
     return out
 
 
