@@ -19,7 +19,7 @@ from playlisteval.analytics.rates import Bootstrap
 from playlisteval.cli import main
 from playlisteval.eval import runkey
 from playlisteval.store import open_store, transaction
-from playlisteval.store.tables import JudgeRun, Judgment, ModelCall, Pair
+from playlisteval.store.tables import BenchmarkGate, JudgeRun, Judgment, ModelCall, Pair
 from tests import analytics_fixtures, stat_reference
 from tests.helpers import project
 
@@ -138,7 +138,9 @@ def test_by_video_a_question_belongs_to_both_videos_it_cites(store: Any) -> None
 
 
 def plant_weak_verdicts(engine: Any, fx: analytics_fixtures.Fixture) -> None:
-    """The difficulty gate's record on the fixture's pairs (sides as the weak judges saw them)."""
+    """The difficulty gate's record on the fixture's pairs (sides as the weak judges saw them), as the
+    benchmark keeps it (benchmark_gate, p1x a dropped pair); the pairs themselves hold another draw's
+    record (every verdict right, another first judge), which the benchmark's figures must not read."""
     records = {  # pair: (a_is_better, F_first verdict, F_second verdict, F_second outcome)
         "p1": (True, "A", "B", "verdict"),  # gap 1: F_first ✓, F_second ✗
         "p2": (False, "B", None, "no_verdict"),  # gap 1: ✓, ½
@@ -149,9 +151,14 @@ def plant_weak_verdicts(engine: Any, fx: analytics_fixtures.Fixture) -> None:
     with transaction(engine) as s:
         for name, (a_better, first, second, outcome) in records.items():
             pair = s.get(Pair, fx.pairs[name])
+            own = {"a_is_better": a_better, "evidence": {"mode": "oracle"},
+                   "F_first": {"model": "sim/weak-judge", "verdict": first, "outcome": "verdict"},
+                   "F_second": {"model": "vllm/weak-b", "verdict": second, "outcome": outcome}}
+            s.add(BenchmarkGate(benchmark_id=fx.benchmark_id, pair_id=pair.id, difficulty=own, kept=pair.kept))
+            right = "A" if a_better else "B"
             pair.difficulty = {"a_is_better": a_better, "evidence": {"mode": "oracle"},
-                               "F_first": {"model": "sim/weak-judge", "verdict": first, "outcome": "verdict"},
-                               "F_second": {"model": "vllm/weak-b", "verdict": second, "outcome": outcome}}
+                               "F_first": {"model": "sim/judge", "verdict": right, "outcome": "verdict"},
+                               "F_second": {"model": "vllm/weak-b", "verdict": right, "outcome": "verdict"}}
             s.add(pair)
 
 

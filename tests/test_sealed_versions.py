@@ -21,7 +21,8 @@ from playlisteval.cli import main
 from playlisteval.config import Settings
 from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import open_store, transaction
-from playlisteval.store.tables import BenchmarkPair, ModelCall, Pair
+from playlisteval.store.migrations import migrate
+from playlisteval.store.tables import BenchmarkGate, BenchmarkPair, BenchmarkQuestion, ModelCall, Pair
 from tests.eval_helpers import indexed_seeded_store
 from tests.helpers import env_for, project, share_media
 from tests.judged_project import OVERRIDES
@@ -78,6 +79,29 @@ def shared_models(settings: Settings) -> set[str]:
     return {str((d or {}).get("F_first", {}).get("model")) for d in found}
 
 
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def same_export(before: Path, after: Path, times: tuple[str, ...] = ("generated_at",)) -> None:
+    """Two exports of one version: every file byte for byte, but provenance.json's ``times`` (when each was
+    written; a superseded version's ``time`` is when it was frozen) — the README (the dataset card) included."""
+    was, now = files_of(before), files_of(after)
+    assert sorted(now) == sorted(was)
+    for name in sorted(was):
+        if name == "provenance.json":
+            stamped = [{k: v for k, v in json.loads(doc).items() if k not in times} for doc in (was[name], now[name])]
+            assert stamped[1] == stamped[0]
+        else:
+            assert now[name] == was[name], name
+
+
+def gap_table(export: Path) -> str:
+    """The card's "accuracy by rating gap" table of the difficulty gate's weak judges."""
+    card = (export / "README.md").read_text()
+    return card[card.index("the difficulty gate's weak judges"):card.index("judge runs on this benchmark")]
+
+
 def select_calls(settings: Settings) -> int:
     with transaction(open_store(settings)) as s:
         return int(s.exec(select(func.count()).select_from(ModelCall).where(ModelCall.purpose == "select")).one())
@@ -103,6 +127,10 @@ def other_draw_keeps_the_export(settings: Settings, tmp_path: Path) -> None:
     run(settings, "export", str(after), "--benchmark", "playlistbench")
     for name in FILES:
         assert (after / name).read_bytes() == (before / name).read_bytes(), name
+    same_export(before, after)  # the whole folder, its dataset card included
+    weak = gap_table(after)
+    assert "F_first: sim/weak-judge" in weak and f"F_first: {OTHER_JUDGE}" not in weak, weak
+    assert json.loads((after / "provenance.json").read_text())["models"]["F_first"] == ["sim/weak-judge"]
     assert json.loads((after / "provenance.json").read_text())["content_hash"] == sha(after / "data/test.jsonl")
     assert [v["content_hash"] for v in versions(settings)] == [recorded]
     rows = [json.loads(line) for line in (after / "data/test.jsonl").read_text().splitlines()]
@@ -165,3 +193,43 @@ def test_an_older_version_without_a_seal_still_exports_and_says_what_it_lacks(so
     assert sha(out / "data/test.jsonl") == versions(settings)[0]["content_hash"]
     assert "data/annotations.jsonl" not in result["files"]
     assert any("annotations" in note for note in result["notes"])
+
+
+def test_an_older_store_gets_each_benchmarks_gate_records_from_what_it_has(source: Path, tmp_path: Path) -> None:
+    """Migration 2312 on a store drawn before it, another draw since: a benchmark's drawn pairs get its own
+    verdicts (benchmark_pair.difficulty), its dropped ones the pair's (all such a store still holds)."""
+    settings = copy_of(source, tmp_path)
+    run(settings, "select", "--name", "other", code=None, models__F_first=OTHER_JUDGE)
+    engine = open_store(settings)
+    with engine.begin() as conn:  # as a store of before 2312 holds it
+        conn.execute(text("DROP TABLE benchmark_gate"))
+        conn.execute(text("DELETE FROM schema_migration WHERE name = '2312_benchmark_gate'"))
+    assert migrate(engine) == ["2312_benchmark_gate"]
+    assert migrate(engine) == []
+    with transaction(engine) as s:
+        sampled = s.exec(select(BenchmarkQuestion.item_id).where(BenchmarkQuestion.benchmark_id == 1)).all()
+        pairs = {int(p.id or 0): p for p in s.exec(select(Pair).where(col(Pair.item_id).in_(sampled))).all()}
+        own = {int(b.pair_id): b.difficulty for b in s.exec(select(BenchmarkPair)
+                                                             .where(BenchmarkPair.benchmark_id == 1)).all()}
+        got = {int(g.pair_id): (g.difficulty, g.kept) for g in s.exec(select(BenchmarkGate)
+                                                                      .where(BenchmarkGate.benchmark_id == 1)).all()}
+    assert own and set(own) < set(pairs)  # some of its sampled questions' pairs were dropped
+    assert got == {p: (own[p], True) if p in own else (pair.difficulty, pair.kept) for p, pair in pairs.items()}
+    assert {d["F_first"]["model"] for p, (d, _) in got.items() if p in own} == {"sim/weak-judge"}
+
+
+def test_a_redraw_with_another_weak_judge_keeps_the_first_versions_card(source: Path, tmp_path: Path) -> None:
+    """`select --redraw` with another first weak judge: version 2's card and provenance name the new judge
+    (the redraw's own gate records), version 1's export stays what it was, its card naming the old one."""
+    settings = copy_of(source, tmp_path)
+    before = tmp_path / "before"
+    run(settings, "export", str(before))
+    run(settings, "select", "--redraw", code=None, models__F_first=OTHER_JUDGE)
+    assert [v["version"] for v in versions(settings)] == [1, 2]
+    live, first = tmp_path / "live", tmp_path / "first"
+    run(settings, "export", str(live))
+    run(settings, "export", str(first), "--version", "1")
+    assert f"F_first: {OTHER_JUDGE}" in gap_table(live) and "F_first: sim/weak-judge" not in gap_table(live)
+    assert json.loads((live / "provenance.json").read_text())["models"]["F_first"] == [OTHER_JUDGE]
+    same_export(before, first, ("generated_at", "time"))
+    assert json.loads((first / "provenance.json").read_text())["models"]["F_first"] == ["sim/weak-judge"]

@@ -15,7 +15,8 @@ output, so they cannot drift apart:
   saying so; with no benchmark, a hash of the effective configuration (``settings_source``
   "configuration");
 - ``models``: role → the models that played it, from the ledger of calls (what was used, not what a
-  shell configures now).
+  shell configures now); for a benchmark, its weak judges (F_first, F_second) are those whose verdicts
+  gated *it* (its own gate records, store/benchmark_gate.py), not every draw's in the store (issue 41).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from sqlalchemy.engine import Engine, Row
 
 from playlisteval.benchmark.names import markdown_text
 from playlisteval.config import Settings
-from playlisteval.store import counts, protocol, redact
+from playlisteval.store import benchmark_gate, counts, protocol, redact
 from playlisteval.store.engine import read_core
 from playlisteval.store.versions import summaries
 from playlisteval.version import __version__
@@ -95,6 +96,10 @@ def provenance(engine: Engine, settings: Settings, benchmark: Any = None, *, ver
     rows = summaries(engine, bid)
     with read_core(engine) as s:
         run_times = s.execute(_RUN_TIMES, {"id": bid}).first()
+        gated = benchmark_gate.weak_judges(s, bid)
+    if gated:  # none recorded (nothing drawn yet): the ledger's, as before — nothing better is known
+        kept = {role: specs for role, specs in out["models"].items() if role not in benchmark_gate.ROLES}
+        out["models"] = dict(sorted({**kept, **gated}.items()))
     chosen = next((r for r in rows if r.version == version), None) if version else (rows[-1] if rows else None)
     proto = protocol.stored(engine, bid)
     live = chosen is None or chosen is (rows[-1] if rows else None)
@@ -111,9 +116,10 @@ def provenance(engine: Engine, settings: Settings, benchmark: Any = None, *, ver
         "settings_source": "benchmark", "protocol_digest": protocol.digest(proto) or None,
     })
     if chosen is not None and not live:  # the digests it was printed with while live: a redraw (`select
-        # --redraw`) or `protocol set` since changed the benchmark's own settings, not this version's
+        # --redraw`) or `protocol set` since changed the benchmark's own settings, not this version's; and
+        # its models (a redraw copied its own gate records, maybe by other weak judges)
         was = ((chosen.snapshot or {}).get("leaderboard") or {}).get("provenance") or {}
-        out.update({k: was[k] for k in ("settings_digest", "protocol_digest") if was.get(k)})
+        out.update({k: was[k] for k in ("settings_digest", "protocol_digest", "models") if was.get(k)})
     return out
 
 

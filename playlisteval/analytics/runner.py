@@ -92,6 +92,7 @@ VIEW_TABLES = (
     "model_call", "gate_result", "judge_error", "retrieval_error",
     "benchmark_protocol", "benchmark_version",  # issue 22: main runs by the stored protocol; versions
     "external_score",  # issue 20: the last `eval correlate` input, drawn by the report's scatter
+    "benchmark_gate",  # issue 41: each benchmark's own weak-judge verdicts (accuracy by gap)
 )
 
 

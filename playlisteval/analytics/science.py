@@ -78,11 +78,14 @@ def judge_gap_curves(an: Analytics, bench: dict[str, Any] | None, boot: Bootstra
 
 # The difficulty gate's record (select/difficulty.py): {"a_is_better": …, "<role>": {"model", "verdict",
 # "outcome", …}, …}, in the sides the weak judges saw. One row per pair and weak judge, scored as SPEC G4.
+# Read from each benchmark's own copy (benchmark_gate, store/benchmark_gate.py), never ``pair.difficulty``:
+# another draw's gate rewrites that, also for the pairs this benchmark's gate dropped (issue 41). Over
+# every benchmark, a record two benchmarks share counts once (DISTINCT).
 WEAK_SQL = """
 WITH d AS (
-    SELECT DISTINCT p.id AS pair_id, p.item_id, p.gap, CAST(p.difficulty AS JSON) AS j
-    FROM pair AS p JOIN benchmark_question AS q ON q.item_id = p.item_id
-    WHERE p.difficulty IS NOT NULL AND {where}
+    SELECT DISTINCT g.pair_id, p.item_id, p.gap, CAST(g.difficulty AS JSON) AS j
+    FROM benchmark_gate AS g JOIN pair AS p ON p.id = g.pair_id
+    WHERE g.difficulty IS NOT NULL AND {where}
 ),
 r AS (SELECT d.*, t.role, '$."' || t.role || '"' AS jpath FROM d, unnest(json_keys(d.j)) AS t(role))
 SELECT pair_id, item_id, gap, role,
@@ -102,7 +105,7 @@ WHERE json_type(j, jpath) = 'OBJECT' AND json_extract_string(j, jpath || '.model
 def weak_gap_curves(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
     """Accuracy by gap of the difficulty gate's weak judges over every pair of the benchmark's sampled
     questions (a failed call is no evidence about the pair: left out)."""
-    where, params = ("q.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
+    where, params = ("g.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
     sql = WEAK_SQL.format(where=where, failed=", ".join(f"'{f}'" for f in _FAILED))
     sums = aggregate(an, sql, params, ("role", "model", "gap"), boot)
     out, groups = [], []

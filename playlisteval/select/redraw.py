@@ -28,6 +28,7 @@ from sqlmodel import Session, col, select
 
 from playlisteval.config import Settings
 from playlisteval.select.gate_key import judge_key
+from playlisteval.store import benchmark_gate
 from playlisteval.store import versions as stored_versions
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import FINISHED, State
@@ -122,3 +123,4 @@ def clear_draw(s: Session, benchmark_id: int) -> None:
     place (the caller froze the live version first). Judge runs, judgments and versions stay."""
     s.execute(delete(BenchmarkPair).where(col(BenchmarkPair.benchmark_id) == benchmark_id))
     s.execute(delete(BenchmarkQuestion).where(col(BenchmarkQuestion.benchmark_id) == benchmark_id))
+    benchmark_gate.clear(s.connection(), benchmark_id)  # its gate records: the redraw copies its own

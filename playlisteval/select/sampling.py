@@ -35,8 +35,8 @@ from playlisteval.select.difficulty import GateReport, pending_pairs, run_gate
 from playlisteval.select.gate_key import judge_key
 from playlisteval.select.keys import by_key, pair_key, question_keys
 from playlisteval.select.pairs import finished_items, make_pairs, side_of
+from playlisteval.store import benchmark_gate, open_store
 from playlisteval.store import items as item_store
-from playlisteval.store import open_store
 from playlisteval.store.engine import transaction
 from playlisteval.store.states import WORKING, Event, Limits, State
 from playlisteval.store.tables import Benchmark, BenchmarkPair, BenchmarkQuestion, Domain, Item, Pair
@@ -236,6 +236,9 @@ def _write_draw(engine: Engine, name: str, seed: int, drawn_with: dict[str, Any]
         # the verdicts this draw was gated with become the benchmark's own (issue 41): in SQL, no row in Python
         gated = sa_select(col(Pair.difficulty)).where(col(Pair.id) == col(BenchmarkPair.pair_id)).scalar_subquery()
         s.execute(update(BenchmarkPair).where(col(BenchmarkPair.benchmark_id) == bid).values(difficulty=gated))
+        # and the gate's record of every pair of its sampled questions, dropped ones too: its card's accuracy
+        # by gap and weak judges read these, never the pairs' (the next draw's gate rewrites them)
+        benchmark_gate.copy_draw(s.connection(), bid)
     return bid
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
+from playlisteval.store import benchmark_gate
 from playlisteval.store.counts import install as install_store_counts
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
 from playlisteval.store.media_paths import relative_inside_project
@@ -86,6 +87,16 @@ def create_tables(*names: str) -> Migration:
     def migrate(conn: Connection) -> None:
         for name in names:
             _metadata().tables[name].create(conn, checkfirst=True)
+
+    return migrate
+
+
+def in_order(*steps: Migration) -> Migration:
+    """Several steps as one migration (a table made, then filled)."""
+
+    def migrate(conn: Connection) -> None:
+        for step in steps:
+            step(conn)
 
     return migrate
 
@@ -186,6 +197,9 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     # what each version is made of, frozen when it is recorded
     ("2310_benchmark_pair_difficulty", add_json_column_from("benchmark_pair", "difficulty", "pair", "pair_id")),
     ("2311_benchmark_seal", create_tables("benchmark_seal")),
+    # each benchmark's own gate record of every pair of its sampled questions, dropped ones too: its card's
+    # accuracy by gap and weak judges (backfilled from its drawn pairs' verdicts, else the pairs')
+    ("2312_benchmark_gate", in_order(create_tables("benchmark_gate"), benchmark_gate.backfill)),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]

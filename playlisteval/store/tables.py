@@ -319,6 +319,21 @@ class BenchmarkPair(StoreTable, table=True):
     difficulty: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
 
+class BenchmarkGate(StoreTable, table=True):
+    """The difficulty gate's record of every pair of a benchmark's sampled questions, kept and dropped alike
+    (issue 41, 2312), copied from ``pair`` when the benchmark is drawn (store/benchmark_gate.py). Its dataset
+    card's weak-judge figures read these: another draw's gate rewrites ``pair.difficulty`` and ``pair.kept``,
+    also for the pairs this benchmark's gate dropped, which ``benchmark_pair`` does not hold."""
+
+    __tablename__ = "benchmark_gate"
+    __table_args__ = (UniqueConstraint("benchmark_id", "pair_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id")
+    difficulty: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))  # as pair.difficulty
+    kept: bool | None = None  # the gate's decision on it for this benchmark
+
+
 class BenchmarkQuestion(StoreTable, table=True):
     """SPEC F3's first level: the questions sampled per domain (the second level draws pairs from them)."""
 
