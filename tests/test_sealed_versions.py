@@ -23,6 +23,7 @@ from playlisteval.select.sampling import select_benchmark
 from playlisteval.store import open_store, transaction
 from playlisteval.store.migrations import migrate
 from playlisteval.store.tables import BenchmarkGate, BenchmarkPair, BenchmarkQuestion, ModelCall, Pair
+from playlisteval.view.card import pair_card
 from tests.eval_helpers import indexed_seeded_store
 from tests.helpers import env_for, project, share_media
 from tests.judged_project import OVERRIDES
@@ -139,6 +140,16 @@ def other_draw_keeps_the_export(settings: Settings, tmp_path: Path) -> None:
     run(settings, "export", str(other), "--benchmark", "other")
     rows = [json.loads(line) for line in (other / "data/test.jsonl").read_text().splitlines()]
     assert {w["model"] for r in rows for w in r["weak_judges"] if w["role"] == "F_first"} == {OTHER_JUDGE}
+    # the viewer's (and the bundle's) pair card shows the weak judges of the benchmark it is opened in
+    engine = open_store(settings)
+    with engine.connect() as c:
+        other_id = c.execute(text("SELECT id FROM benchmark WHERE name = 'other'")).scalar_one()
+        shared = c.execute(text("SELECT a.pair_id FROM benchmark_pair AS a JOIN benchmark_pair AS b "
+                                "ON a.pair_id = b.pair_id WHERE a.benchmark_id = 1 AND b.benchmark_id = :o "
+                                "ORDER BY a.pair_id LIMIT 1"), {"o": other_id}).scalar_one()
+    for benchmark_id, judge in ((1, "sim/weak-judge"), (other_id, OTHER_JUDGE)):
+        card = pair_card(engine, shared, benchmark_id)
+        assert card is not None and [w["model"] for w in card["weak"] if w["gate"] == "F_first"] == [judge]
 
     # a description set now (issue 20: after the draw) reaches the live version's annotations, not its rows
     domain = json.loads((before / "data/annotations.jsonl").read_text().splitlines()[0])["domain"]

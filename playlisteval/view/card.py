@@ -162,6 +162,12 @@ def pair_card(engine: Engine, pair_id: int, benchmark_id: int | None = None) -> 
             {"s": pair["set_id"]})]
         side = _one(conn, "SELECT a_is_better FROM benchmark_pair WHERE pair_id = :p AND benchmark_id = :b",
                     p=pair_id, b=benchmark_id) if benchmark_id else None
+        # the benchmark's own gate record (store/benchmark_gate.py): another draw may have gated the pair
+        # since with other weak judges and rewritten the pair's (issue 41)
+        gate = _one(conn, "SELECT difficulty, kept FROM benchmark_gate WHERE pair_id = :p AND benchmark_id = :b",
+                    p=pair_id, b=benchmark_id) if benchmark_id else None
+        if gate is not None:
+            pair = {**pair, "difficulty": gate["difficulty"], "kept": gate["kept"]}
         judged = [dict(r._mapping) for r in conn.execute(text(
             "SELECT j.run_id, r.judge, r.evidence, r.scope, r.swapped, r.modality, r.options_hash, r.benchmark_id, "
             "j.a_is_better, j.verdict, j.score, j.outcome, j.raw, j.evidence AS served FROM judgment AS j "
