@@ -45,7 +45,7 @@ def _boot(boot: Bootstrap) -> dict[str, Any]:
     return {"unit": boot.unit, "resamples": boot.resamples, "level": boot.level, "seed": boot.seed}
 
 
-def _iv(values: list[float], labels: list[str], boot: Bootstrap, method: str, null: float | None = None,
+def _iv(values: ArrayLike, labels: Labels, boot: Bootstrap, method: str, null: float | None = None,
         second: list[str] | None = None) -> dict[str, Any]:
     iv = cluster_mean(values, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level, null=null,
                       second=second)
@@ -215,13 +215,20 @@ def blind_figures(obs: Observations, boot: Bootstrap) -> list[dict[str, Any]]:
 
 def _binned(obs: Observations, run: int, of: dict[int, float], bins: tuple[tuple[str, float, float], ...],
             boot: Bootstrap, what: str) -> list[dict[str, Any]]:
-    scores = obs.scores[run]
+    # as arrays (50 runs x 3 bins of a loop over every judged pair were most of the position figures): the
+    # pairs in ascending order, each one's value (NaN where its question has none: in no bin)
+    pairs, scores = obs.run_arrays(run)
+    value = np.fromiter((of.get(obs.item_of[p], np.nan) for p in pairs.tolist()), dtype=np.float64, count=len(pairs))
     out = []
     for name, low, high in bins:
-        pairs = sorted(p for p in scores if obs.item_of[p] in of and low <= of[obs.item_of[p]] < high)
-        out.append({"bin": name, "pairs": len(pairs), "accuracy": None if not pairs else _iv(
-            [scores[p] for p in pairs], obs.labels(pairs, boot.unit), boot, f"accuracy of pairs whose {what}",
-            second=obs.second(pairs, boot.unit))})
+        inside = (low <= value) & (value < high)
+        chosen = pairs[inside]
+        second = obs.second(chosen, boot.unit)
+        # integer codes where the clusters are one unit (the same partition as the names, numbered faster);
+        # dyadic clusters number both lists' names together (intervals.dyad_sums)
+        labels = obs.codes(chosen, boot.unit) if second is None else obs.labels(chosen.tolist(), boot.unit)
+        out.append({"bin": name, "pairs": len(chosen), "accuracy": None if not len(chosen) else _iv(
+            scores[inside], labels, boot, f"accuracy of pairs whose {what}", second=second)})
     return out
 
 
