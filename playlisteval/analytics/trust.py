@@ -213,12 +213,21 @@ def blind_figures(obs: Observations, boot: Bootstrap) -> list[dict[str, Any]]:
     return out
 
 
-def _binned(obs: Observations, run: int, of: dict[int, float], bins: tuple[tuple[str, float, float], ...],
-            boot: Bootstrap, what: str) -> list[dict[str, Any]]:
+def _per_pair(obs: Observations, of: dict[int, float]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Every pair with units (ascending) and its question's value in ``of`` (NaN where it has none: in no
+    bin), made once for all runs."""
+    every = np.array(sorted(obs.item_of), dtype=np.int64)
+    return every, np.fromiter((of.get(obs.item_of[p], np.nan) for p in every.tolist()), dtype=np.float64,
+                              count=len(every))
+
+
+def _binned(obs: Observations, run: int, of: tuple[NDArray[np.int64], NDArray[np.float64]],
+            bins: tuple[tuple[str, float, float], ...], boot: Bootstrap, what: str) -> list[dict[str, Any]]:
     # as arrays (50 runs x 3 bins of a loop over every judged pair were most of the position figures): the
-    # pairs in ascending order, each one's value (NaN where its question has none: in no bin)
+    # run's pairs in ascending order with their values (every judged pair has units: trust_data.load)
     pairs, scores = obs.run_arrays(run)
-    value = np.fromiter((of.get(obs.item_of[p], np.nan) for p in pairs.tolist()), dtype=np.float64, count=len(pairs))
+    every, values = of
+    value = values[np.searchsorted(every, pairs)]
     out = []
     for name, low, high in bins:
         inside = (low <= value) & (value < high)
@@ -236,8 +245,8 @@ def position_figures(obs: Observations, positions: dict[int, dict[str, float]], 
                      ) -> list[dict[str, Any]]:
     """Per judge's main run: accuracy by the cited segments' position in the playlist (early / middle /
     late thirds of its segments) and by how many videos apart the two segments are."""
-    where = {q: v["position"] for q, v in positions.items()}
-    apart = {q: v["videos_apart"] for q, v in positions.items()}
+    where = _per_pair(obs, {q: v["position"] for q, v in positions.items()})
+    apart = _per_pair(obs, {q: v["videos_apart"] for q, v in positions.items()})
     return [{"judge": judge, "run": run,
              "by_position": _binned(obs, run, where, POSITION_BINS, boot, "cited segments sit in that third of "
                                     "the playlist's segments (mean rank of the two)"),
