@@ -104,17 +104,16 @@ def best_of_k(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, 
     each answer's true rating (the gold: the single highest); ``clusters[question]`` an optional label to
     resample by (default: each question its own cluster)."""
     by_question: dict[Hashable, list[tuple[Hashable, Hashable, int | None]]] = defaultdict(list)
-    for raw in pairs:
-        q, better, worse, verdict = PairVerdict(*raw)
+    for q, better, worse, verdict in pairs:  # 10,000 pairs a judge in a report: no call per pair but the checks'
         if q not in ratings:
             raise ValueError(f"a pair of question {q!r}, which has no ratings")
         rated = ratings[q]
-        for answer in (better, worse):
-            if answer not in rated:
-                raise ValueError(f"question {q!r}: answer {answer!r} has no rating")
+        if better not in rated or worse not in rated:
+            answer = better if better not in rated else worse
+            raise ValueError(f"question {q!r}: answer {answer!r} has no rating")
         if not rated[better] > rated[worse]:
             raise ValueError(f"question {q!r}: 'better' {better!r} is not rated above 'worse' {worse!r}")
-        by_question[q].append((better, worse, _verdict(verdict, q)))
+        by_question[q].append((better, worse, None if verdict is None else _verdict(verdict, q)))
     if clusters is not None and (missing := [q for q in ratings if q not in clusters]):
         raise ValueError(f"{len(missing)} questions have no cluster label (e.g. {missing[0]!r})")
 

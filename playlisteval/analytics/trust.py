@@ -259,15 +259,16 @@ def best_of_figures(obs: Observations, ratings: dict[int, dict[int, float]], evi
     """Per judge's main run: best-of-5 from its pairwise verdicts, with its interval (chance is 20 % only
     where all four rivals were judged: each row carries its own)."""
     out = []
+    # each rated pair's (question, better, worse) and each question's unit, once for every run: per run,
+    # the lookups were most of the section (a question's unit is the same for each of its pairs)
+    rated = {p: (q, *obs.ratings[p]) for p, q in obs.item_of.items() if q in ratings}
+    unit_of = {q: obs.units[p][boot.unit] for p, (q, *_) in reversed(rated.items())}
     for judge, run in sorted(obs.main_runs(evidence).items()):
-        scores = obs.scores[run]
-        pairs = [(obs.item_of[p], *obs.ratings[p], _verdict(s)) for p, s in sorted(scores.items())
-                 if obs.item_of[p] in ratings]
+        ids, values = obs.run_arrays(run)  # ascending pair ids
+        pairs = [(*rated[p], None if s == 0.5 else int(s == 1.0)) for p, s in zip(ids.tolist(), values.tolist(),
+                                                                                   strict=True) if p in rated]
         questions = {q for q, *_ in pairs}
-        labels: dict[int, Any] = {}  # each question's unit from its first pair: one pass (issue 26: was
-        for p in scores:             # questions x pairs, 10^11 steps at 100k items)
-            if obs.item_of[p] in questions:
-                labels.setdefault(obs.item_of[p], obs.units[p][boot.unit])
+        labels: dict[int, Any] = {q: unit_of[q] for q in questions}
         try:
             got = best_of.best_of_k(pairs, {q: ratings[q] for q in questions}, clusters=labels, seed=boot.seed,
                                     resamples=boot.resamples, level=boot.level)
