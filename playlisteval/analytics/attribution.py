@@ -38,7 +38,7 @@ from sqlmodel import col, func, select
 
 from playlisteval.analytics.intervals import Interval, cluster_mean
 from playlisteval.prompts.citations import parse_citations
-from playlisteval.store import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
 
 NO_VERDICT, NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, UNCITED, NO_EVIDENCE = (
@@ -236,7 +236,7 @@ def attribute(engine: Engine, run_id: int, *, seed: int, source: HopSource | Non
 def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int,
                    source: HopSource | None = None) -> list[Attribution]:
     """``attribute`` of each run, in order, from one read of the store (the report's every main run)."""
-    with transaction(engine) as s:
+    with read(engine) as s:  # reads only: no write lock on the store while the losses are read
         runs = {int(i or 0): (str(j), str(e), str(sc)) for i, j, e, sc in s.exec(
             select(JudgeRun.id, JudgeRun.judge, JudgeRun.evidence, JudgeRun.scope)
             .where(col(JudgeRun.id).in_(list(run_ids)))).all()}

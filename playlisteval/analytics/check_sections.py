@@ -19,7 +19,7 @@ from playlisteval.analytics.rates import Bootstrap, bench_filter, shown_name
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.scatter import scatter
 from playlisteval.analytics.tabular import DisplayTable, Section, fmt
-from playlisteval.store import transaction
+from playlisteval.store.engine import read
 
 
 def attribution(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
@@ -41,7 +41,7 @@ def attribution(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) ->
                          numeric=[True, False, False, False, True, True, *([True] * len(CATEGORIES)), False])
     labels: list[str] = []
     series: dict[str, list[plots.Value]] = {LABELS[c]: [] for c in CATEGORIES}
-    with transaction(an.engine) as s:  # every run's losses look up the same questions' hops: read once
+    with read(an.engine) as s:  # every run's losses look up the same questions' hops: read once (no write lock)
         source = HopSource.for_every_pair(s)
     # every run's losses in one read of the store (per run, 75 queries were most of the section)
     results = attribute_runs(an.engine, [int(r["run_id"]) for r in runs], seed=boot.seed, source=source)
