@@ -258,11 +258,12 @@ def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int,
 def _classify(out: Attribution, losses: list[_Loss], hops: dict[int, tuple[str, list[Hop | None]]],
               seed: int) -> Attribution:
     n = len(losses)
-    scores = np.fromiter((j[_SCORE] for j in losses), dtype=np.float64, count=n)
-    clusters = np.fromiter((j[_ITEM] for j in losses), dtype=np.int64, count=n)
+    columns = list(zip(*losses, strict=True)) if n else [()] * (_WORSE + 1)  # transposed in C
+    scores = np.array(columns[_SCORE], dtype=np.float64)
+    clusters = np.array(columns[_ITEM], dtype=np.int64)
     # a no-verdict (category_of's first test) needs neither its hops nor its record: set at once
     codes = np.full(n, CATEGORIES.index(NO_VERDICT), dtype=np.int64)
-    verdict = np.fromiter((j[_OUTCOME] == "verdict" for j in losses), dtype=bool, count=n) & (scores != 0.5)
+    verdict = (np.array(columns[_OUTCOME], dtype=object) == "verdict").astype(bool) & (scores != 0.5)
     for i in np.flatnonzero(verdict).tolist():
         j = losses[i]
         codes[i] = CATEGORIES.index(category_of(j[_OUTCOME], j[_SCORE], hops[j[_ITEM]][1],

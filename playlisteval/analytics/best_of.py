@@ -113,7 +113,8 @@ def best_of_k(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, 
             raise ValueError(f"question {q!r}: answer {answer!r} has no rating")
         if not rated[better] > rated[worse]:
             raise ValueError(f"question {q!r}: 'better' {better!r} is not rated above 'worse' {worse!r}")
-        by_question[q].append((better, worse, None if verdict is None else _verdict(verdict, q)))
+        by_question[q].append((better, worse, None if verdict is None else int(verdict) if verdict in (0, 1)
+                               else _verdict(verdict, q)))  # _verdict's rule, its call only to raise
     if clusters is not None and (missing := [q for q in ratings if q not in clusters]):
         raise ValueError(f"{len(missing)} questions have no cluster label (e.g. {missing[0]!r})")
 
