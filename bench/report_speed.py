@@ -19,14 +19,20 @@ Then, each in a fresh process (bench/report_steps.py), with the machine's load a
    with ``pandas.read_sql_query`` and merges / group-bys, against the same two figures from DuckDB
    reading the store through its scanner;
 
-and checks that the leaderboard and the per-model spend agree between the report, DuckDB and pandas.
+and checks that the leaderboard and the per-model spend agree between the report, DuckDB and pandas, and
+that the page is the same but for its generation time: the cold page against the page of the report
+with nothing changed (its sections from the cache) and, with ``--reference PAGE`` (a page an earlier
+tree wrote from a store made with the same arguments), against that page (issue 43: a faster report
+must write the same page). The cold page is kept as ``report-cold.html`` beside ``--work``.
 
     .venv/bin/python -m bench report [--items 1000] [--runs 100] [--calls 1000000] [--postgres URL]
+                                     [--reference PAGE]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -46,6 +52,14 @@ from bench.report_store import append_run, build_store, copy_to_postgres
 from playlisteval.config import load_settings
 
 TOLERANCE = 1e-9
+GENERATED = "<th>Generated</th>"  # the provenance row holding the page's own time (analytics/provenance.py)
+
+
+def page_digest(page: Path) -> str:
+    """sha256 of the page without the line that holds its generation time: equal digests, equal pages
+    but for that time."""
+    kept = [line for line in page.read_bytes().splitlines(keepends=True) if GENERATED.encode() not in line]
+    return hashlib.sha256(b"".join(kept)).hexdigest()
 
 
 def pandas_figures(db: Path) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
@@ -94,7 +108,7 @@ def _best(repeat: int, *args: str, before: Any = None) -> dict[str, Any]:
 
 
 def run(work: Path, items: int, runs: int, calls: int, seed: int, postgres: str | None,
-        repeat: int = 3) -> dict[str, Any]:
+        repeat: int = 3, reference: Path | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     root = build_store(work / "store", items, runs, calls, seed)
     settings = load_settings(root)
@@ -135,8 +149,19 @@ def run(work: Path, items: int, runs: int, calls: int, seed: int, postgres: str 
     cold = results["report_cold"] = _best(repeat, "report", str(root), out,
                                           before=lambda: (root / "analytics.duckdb").unlink(missing_ok=True))
     show("cold (no analytics file)", cold)
+    kept_page = work.parent / "report-cold.html"
+    kept_page.write_bytes(Path(out).read_bytes())
     same = results["report_unchanged"] = _best(repeat, "report", str(root), out)
     show("nothing changed", same)
+    pages = results["page"] = {"cold_sha256": page_digest(kept_page),
+                               "unchanged_same_as_cold": page_digest(Path(out)) == page_digest(kept_page)}
+    if reference is not None:
+        pages["reference"] = str(reference)
+        pages["same_as_reference"] = page_digest(reference) == pages["cold_sha256"]
+    print(f"  page, but for its time: the unchanged report's {'is' if pages['unchanged_same_as_cold'] else 'is NOT'} "
+          "the cold one's" + ("" if reference is None else
+                              f"; the cold page {'is' if pages['same_as_reference'] else 'is NOT'} {reference}'s"),
+          flush=True)
     cli = results["report_cli_unchanged"] = _best(repeat, "cli", str(root), out)
     show("nothing changed, `playlisteval report`", cli)
     kept = results["duckdb_figures_file"] = _step("figures-file", str(root))
@@ -164,7 +189,8 @@ def run(work: Path, items: int, runs: int, calls: int, seed: int, postgres: str 
     spend_diff = max(abs(cold["spend"].get(k, float("inf")) - v) for k, v in pd_["spend"].items())
     results["max_leaderboard_diff"] = max(diffs) if same_keys else float("inf")
     results["max_spend_diff_usd"] = spend_diff
-    results["agree"] = same_keys and results["max_leaderboard_diff"] <= TOLERANCE and spend_diff <= 1e-6
+    results["agree"] = (same_keys and results["max_leaderboard_diff"] <= TOLERANCE and spend_diff <= 1e-6
+                        and pages["unchanged_same_as_cold"] and pages.get("same_as_reference", True))
     print(f"pandas / DuckDB, CPU: {results['speedup_vs_pandas_cpu']}", flush=True)
     print(f"pandas / DuckDB: {results['speedup_vs_pandas']}; leaderboard "
           f"{'agrees' if results['agree'] else 'DISAGREES'} (max diff {results['max_leaderboard_diff']:.2e}, "
@@ -214,12 +240,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of pandas, the two figures and the cold and unchanged report; the fastest is kept")
     parser.add_argument("--work", type=Path, default=Path("build/bench/report"))
+    parser.add_argument("--reference", type=Path, default=None, metavar="PAGE",
+                        help="a page written by an earlier tree from a store made with the same arguments: the "
+                             "cold page must be the same but for its generation time")
     parser.add_argument("--postgres", default=None, metavar="URL",
                         help="also a PostgreSQL copy of the store (an empty database: its tables are made) "
                              "for the loader comparison")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    results = run(args.work.resolve(), args.items, args.runs, args.calls, args.seed, args.postgres, args.repeat)
+    results = run(args.work.resolve(), args.items, args.runs, args.calls, args.seed, args.postgres, args.repeat,
+                  args.reference.resolve() if args.reference else None)
     (args.work.parent / "report.json").write_text(json.dumps(results, indent=1))
     print(json.dumps(results, indent=1))
     return 0 if results["agree"] else 1

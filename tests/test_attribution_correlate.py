@@ -173,3 +173,33 @@ def test_hops_read_once_for_every_pair_classify_as_hops_read_per_run(selected: P
         alone = attribute(engine, run, seed=5)
         assert alone.failed > 0
         assert attribute(engine, run, seed=5, source=source).as_json() == alone.as_json()
+
+
+def test_every_run_read_at_once_classifies_as_each_judgment_one_by_one(selected: Path, tmp_path: Path) -> None:
+    """The report reads every main run's losses in one query and classifies no-verdicts without reading their
+    evidence (attribute_runs); each category must be what category_of gives each judgment as the ORM reads it
+    (its evidence record decoded), and each run's result what attributing it alone gives."""
+    from collections import Counter
+
+    from sqlmodel import select
+
+    from playlisteval.analytics.attribution import HopSource, attribute, attribute_runs
+    from playlisteval.store import transaction
+    from playlisteval.store.tables import Judgment, Pair
+
+    settings = copy_of(selected, tmp_path / "p")
+    runs = [r["run_id"] for r in (json_lines(cli(settings, "eval", "judge", "--judge", judge, "--json"))[0]
+                                  for judge in ("sim/judge", "sim/reward", "shortcut/random"))]
+    engine = open_store(settings)
+    together = attribute_runs(engine, runs, seed=5)
+    with transaction(engine) as s:
+        source = HopSource.for_every_pair(s)
+        for run, got in zip(runs, together, strict=True):
+            expected: Counter[str] = Counter()
+            for j, p in s.exec(select(Judgment, Pair).join(Pair, Pair.id == Judgment.pair_id)
+                               .where(Judgment.run_id == run, Judgment.score < 1.0)).all():
+                expected[category_of(j.outcome, j.score, source.hops(p.item_id, p.set_id)[1], j.evidence or {})] += 1
+            assert got.counts == {c: expected.get(c, 0) for c in CATEGORIES}
+    for run, got in zip(runs, together, strict=True):  # outside the read above: one store transaction at a time
+        assert got.as_json() == attribute(engine, run, seed=5).as_json()
+    assert sum(sum(a.counts.values()) for a in together) > 0

@@ -131,3 +131,16 @@ def test_refuses_bad_input() -> None:
         best_of_k([("q", "a5", "a4", 1)], {"q": RATED}, clusters={}, seed=1)
     with pytest.raises(ValueError, match="is not 1"):
         best_of_k([("q", "a5", "a4", 2)], {"q": RATED}, seed=1)
+
+
+def test_kendall_tau_b_counted_in_python_is_the_array_count_to_the_bit() -> None:
+    """Small rankings are counted in Python (best_of.SMALL_TAU), longer ones with arrays: the same float."""
+    from playlisteval.analytics.best_of import SMALL_TAU, _tau_arrays
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        m = int(rng.integers(2, 9))
+        x, y = rng.integers(0, 5, m).astype(float), rng.integers(0, 5, m).astype(float)
+        assert kendall_tau_b(x.tolist(), y.tolist()) == _tau_arrays(x, y)
+    x, y = rng.normal(size=SMALL_TAU + 5), rng.integers(0, 3, SMALL_TAU + 5)
+    assert kendall_tau_b(x.tolist(), y.tolist()) == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)

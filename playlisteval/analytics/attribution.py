@@ -25,13 +25,15 @@ share carries its clustered interval over questions (analytics/intervals.py).
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left, bisect_right
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
+from sqlalchemy import String, type_coerce
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
@@ -39,7 +41,7 @@ from sqlmodel import col, func, select
 from playlisteval.analytics.intervals import Interval, cluster_mean
 from playlisteval.eval.shortcuts import is_shortcut
 from playlisteval.prompts.citations import parse_citations
-from playlisteval.store import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
 
 NO_VERDICT, NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, UNCITED, NO_EVIDENCE = (
@@ -97,18 +99,11 @@ def _touched(chunks: list[tuple[float, float, int]], ends: float, ranges: list[t
     return out
 
 
-class _Loss(NamedTuple):
-    """A judgment that is not a win, with its pair's columns (one row of one query)."""
-
-    pair_id: int
-    outcome: str
-    score: float
-    verdict: str | None
-    evidence: dict[str, Any] | None
-    item_id: int
-    set_id: int
-    better_rating: int
-    worse_rating: int
+#: A judgment that is not a win, with its pair's columns: one row of ``_losses``' query, kept as the driver's
+#: tuple (run_id, pair_id, outcome, score, verdict, evidence as read, item_id, set_id, better_rating,
+#: worse_rating); ``_PAIR`` … name the positions read.
+_Loss = tuple[Any, ...]
+_PAIR, _OUTCOME, _SCORE, _VERDICT, _EVIDENCE, _ITEM, _SET, _BETTER, _WORSE = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 
 class HopSource:
@@ -179,8 +174,8 @@ def _hops(source: HopSource, pairs: Sequence[_Loss]) -> dict[int, tuple[str, lis
     """item → (gold answer, [hop 1, hop 2]), from the answer set of the item's first loss."""
     out: dict[int, tuple[str, list[Hop | None]]] = {}
     for pair in pairs:
-        if pair.item_id not in out:
-            out[pair.item_id] = source.hops(pair.item_id, pair.set_id)
+        if pair[_ITEM] not in out:
+            out[pair[_ITEM]] = source.hops(pair[_ITEM], pair[_SET])
     return out
 
 
@@ -205,44 +200,92 @@ def category_of(outcome: str, score: float, hops: list[Hop | None], record: dict
     return SERVED_WRONG
 
 
+def _record(raw: Any) -> Any:
+    """A judgment's evidence record from its column as read: text (SQLite) decoded here, a value the driver
+    already decoded (psycopg's JSON) as it is; None for SQL NULL."""
+    return json.loads(raw) if isinstance(raw, str | bytes) else raw
+
+
+def _losses(s: Any, run_ids: Sequence[int]) -> dict[int, list[_Loss]]:
+    """Every judgment of ``run_ids`` that is not a win, by run, in pair order: one query for all runs, on
+    the driver's own cursor (SQLAlchemy's rows cost more than the query at 200k losses) with the evidence
+    as read (``_record``: decoded only for the judgments whose category or example reads it — a
+    no-verdict's never is, and decoding every record was most of the report's attribution section)."""
+    stmt = (core_select(*(col(c) for c in (Judgment.run_id, Judgment.pair_id, Judgment.outcome, Judgment.score,
+                                           Judgment.verdict)), type_coerce(col(Judgment.evidence), String),
+                        *(col(c) for c in (Pair.item_id, Pair.set_id, Pair.better_rating, Pair.worse_rating)))
+            .join(Pair, col(Pair.id) == col(Judgment.pair_id))
+            .where(col(Judgment.run_id).in_([int(r) for r in run_ids]) & (col(Judgment.score) < 1.0))
+            .order_by(col(Judgment.run_id), col(Judgment.pair_id)))
+    connection = s.connection()
+    # run ids are integers, bound as literals: a driver's own placeholders differ (qmark, pyformat)
+    sql = str(stmt.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    cursor = connection.connection.driver_connection.cursor()
+    try:
+        cursor.execute(sql)
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    out: dict[int, list[_Loss]] = {int(r): [] for r in run_ids}
+    for row in rows:
+        out[row[0]].append(row)
+    return out
+
+
 def attribute(engine: Engine, run_id: int, *, seed: int, source: HopSource | None = None) -> Attribution:
     """Classify every wrong or no-verdict judgment of run ``run_id``; ``source``: hops read for many runs
     (``HopSource.for_every_pair``), else read for this run's losses."""
-    with transaction(engine) as s:
-        run = s.get(JudgeRun, run_id)
-        if run is None:
-            raise LookupError(f"no judge run {run_id} (see `playlisteval eval runs`)")
-        judged = int(s.exec(select(func.count()).select_from(Judgment).where(Judgment.run_id == run_id)).one())
+    return attribute_runs(engine, [run_id], seed=seed, source=source)[0]
+
+
+def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int,
+                   source: HopSource | None = None) -> list[Attribution]:
+    """``attribute`` of each run, in order, from one read of the store (the report's every main run)."""
+    with read(engine) as s:  # reads only: no write lock on the store while the losses are read
+        runs = {int(i or 0): (str(j), str(e), str(sc)) for i, j, e, sc in s.exec(
+            select(JudgeRun.id, JudgeRun.judge, JudgeRun.evidence, JudgeRun.scope)
+            .where(col(JudgeRun.id).in_(list(run_ids)))).all()}
+        if missing := [r for r in run_ids if r not in runs]:
+            raise LookupError(f"no judge run {missing[0]} (see `playlisteval eval runs`)")
+        judged = {int(r): int(n) for r, n in s.exec(
+            select(Judgment.run_id, func.count()).where(col(Judgment.run_id).in_(list(run_ids)))
+            .group_by(col(Judgment.run_id))).all()}
         # columns, not ORM objects: building 400k Judgment and Pair instances was most of the time
-        losses = [_Loss(*row) for row in s.execute(
-            core_select(*(col(c) for c in (Judgment.pair_id, Judgment.outcome, Judgment.score, Judgment.verdict,
-                                           Judgment.evidence, Pair.item_id, Pair.set_id, Pair.better_rating,
-                                           Pair.worse_rating)))
-            .join(Pair, col(Pair.id) == col(Judgment.pair_id))
-            .where(_loss_filter(run_id)).order_by(col(Judgment.pair_id))).all()]
-        hops = _hops(source if source is not None else HopSource.for_run(s, run_id), losses)
-        out = Attribution(run_id, run.judge, run.evidence, run.scope, judged=judged)
-    shortcut = is_shortcut(run.judge)
-    labels: list[str] = []
-    clusters: list[int] = []
+        losses = _losses(s, run_ids)
+        if source is None:  # one run (`eval attribute RUN`): only what its losses need
+            source = HopSource.for_run(s, run_ids[0]) if len(run_ids) == 1 else HopSource.for_every_pair(s)
+        # per run, as one run alone reads them (an item's hops come from its first loss's answer set)
+        hops = {r: _hops(source, losses[r]) for r in run_ids}
+    return [_classify(Attribution(r, *runs[r], judged=judged.get(r, 0)), losses[r], hops[r], seed)
+            for r in run_ids]
+
+
+def _classify(out: Attribution, losses: list[_Loss], hops: dict[int, tuple[str, list[Hop | None]]],
+              seed: int) -> Attribution:
+    n = len(losses)
+    columns = list(zip(*losses, strict=True)) if n else [()] * (_WORSE + 1)  # transposed in C
+    scores = np.array(columns[_SCORE], dtype=np.float64)
+    clusters = np.array(columns[_ITEM], dtype=np.int64)
+    # a no-verdict (category_of's first test) needs neither its hops nor its record: set at once
+    codes = np.full(n, CATEGORIES.index(NO_VERDICT), dtype=np.int64)
+    verdict = (np.array(columns[_OUTCOME], dtype=object) == "verdict").astype(bool) & (scores != 0.5)
+    shortcut = is_shortcut(out.judge)
+    for i in np.flatnonzero(verdict).tolist():
+        j = losses[i]
+        codes[i] = CATEGORIES.index(category_of(j[_OUTCOME], j[_SCORE], hops[j[_ITEM]][1],
+                                                _record(j[_EVIDENCE]) or {}, shortcut))
     examples: dict[str, list[dict[str, Any]]] = {c: [] for c in CATEGORIES}
-    for j in losses:
-        pair = j
-        item_hops = hops[pair.item_id][1]
-        category = category_of(j.outcome, j.score, item_hops, j.evidence or {}, shortcut)
-        labels.append(category)
-        clusters.append(pair.item_id)
-        if len(examples[category]) < EXAMPLES:
-            examples[category].append({
-                "pair_id": j.pair_id, "item_id": pair.item_id, "ratings": f"{pair.better_rating}>{pair.worse_rating}",
-                "verdict": j.verdict, "outcome": j.outcome, "show": f"playlisteval show {pair.item_id}",
-                "cited_chunks": [sorted(h.chunks) if h else [] for h in item_hops],
-                "served_chunks": list(j.evidence.get("chunks") or []) if j.evidence else []})
-    counts = Counter(labels)
-    out.counts = {c: int(counts.get(c, 0)) for c in CATEGORIES}
+    for k, c in enumerate(CATEGORIES):  # the first EXAMPLES of each category, in pair order
+        for i in np.flatnonzero(codes == k)[:EXAMPLES].tolist():
+            j, served = losses[i], _record(losses[i][_EVIDENCE])
+            examples[c].append({
+                "pair_id": j[_PAIR], "item_id": j[_ITEM], "ratings": f"{j[_BETTER]}>{j[_WORSE]}",
+                "verdict": j[_VERDICT], "outcome": j[_OUTCOME], "show": f"playlisteval show {j[_ITEM]}",
+                "cited_chunks": [sorted(h.chunks) if h else [] for h in hops[j[_ITEM]][1]],
+                "served_chunks": list(served.get("chunks") or []) if served else []})
+    counts = np.bincount(codes, minlength=len(CATEGORIES))
+    out.counts = {c: int(counts[k]) for k, c in enumerate(CATEGORIES)}
     out.examples = examples
-    items = np.asarray(clusters, dtype=np.int64)  # numbered once for the five shares (intervals.cluster_codes)
-    for c in CATEGORIES:
-        out.shares[c] = (cluster_mean([1.0 if x == c else 0.0 for x in labels], items, seed=seed)
-                         if labels else None)
+    for k, c in enumerate(CATEGORIES):  # the items numbered once for the six shares (intervals.cluster_codes)
+        out.shares[c] = cluster_mean((codes == k).astype(np.float64), clusters, seed=seed) if n else None
     return out

@@ -45,7 +45,7 @@ def _boot(boot: Bootstrap) -> dict[str, Any]:
     return {"unit": boot.unit, "resamples": boot.resamples, "level": boot.level, "seed": boot.seed}
 
 
-def _iv(values: list[float], labels: list[str], boot: Bootstrap, method: str, null: float | None = None,
+def _iv(values: ArrayLike, labels: Labels, boot: Bootstrap, method: str, null: float | None = None,
         second: list[str] | None = None) -> dict[str, Any]:
     iv = cluster_mean(values, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level, null=null,
                       second=second)
@@ -213,15 +213,31 @@ def blind_figures(obs: Observations, boot: Bootstrap) -> list[dict[str, Any]]:
     return out
 
 
-def _binned(obs: Observations, run: int, of: dict[int, float], bins: tuple[tuple[str, float, float], ...],
-            boot: Bootstrap, what: str) -> list[dict[str, Any]]:
-    scores = obs.scores[run]
+def _per_pair(obs: Observations, of: dict[int, float]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Every pair with units (ascending) and its question's value in ``of`` (NaN where it has none: in no
+    bin), made once for all runs."""
+    every = np.array(sorted(obs.item_of), dtype=np.int64)
+    return every, np.fromiter((of.get(obs.item_of[p], np.nan) for p in every.tolist()), dtype=np.float64,
+                              count=len(every))
+
+
+def _binned(obs: Observations, run: int, of: tuple[NDArray[np.int64], NDArray[np.float64]],
+            bins: tuple[tuple[str, float, float], ...], boot: Bootstrap, what: str) -> list[dict[str, Any]]:
+    # as arrays (50 runs x 3 bins of a loop over every judged pair were most of the position figures): the
+    # run's pairs in ascending order with their values (every judged pair has units: trust_data.load)
+    pairs, scores = obs.run_arrays(run)
+    every, values = of
+    value = values[np.searchsorted(every, pairs)]
     out = []
     for name, low, high in bins:
-        pairs = sorted(p for p in scores if obs.item_of[p] in of and low <= of[obs.item_of[p]] < high)
-        out.append({"bin": name, "pairs": len(pairs), "accuracy": None if not pairs else _iv(
-            [scores[p] for p in pairs], obs.labels(pairs, boot.unit), boot, f"accuracy of pairs whose {what}",
-            second=obs.second(pairs, boot.unit))})
+        inside = (low <= value) & (value < high)
+        chosen = pairs[inside]
+        second = obs.second(chosen, boot.unit)
+        # integer codes where the clusters are one unit (the same partition as the names, numbered faster);
+        # dyadic clusters number both lists' names together (intervals.dyad_sums)
+        labels = obs.codes(chosen, boot.unit) if second is None else obs.labels(chosen.tolist(), boot.unit)
+        out.append({"bin": name, "pairs": len(chosen), "accuracy": None if not len(chosen) else _iv(
+            scores[inside], labels, boot, f"accuracy of pairs whose {what}", second=second)})
     return out
 
 
@@ -229,8 +245,8 @@ def position_figures(obs: Observations, positions: dict[int, dict[str, float]], 
                      ) -> list[dict[str, Any]]:
     """Per judge's main run: accuracy by the cited segments' position in the playlist (early / middle /
     late thirds of its segments) and by how many videos apart the two segments are."""
-    where = {q: v["position"] for q, v in positions.items()}
-    apart = {q: v["videos_apart"] for q, v in positions.items()}
+    where = _per_pair(obs, {q: v["position"] for q, v in positions.items()})
+    apart = _per_pair(obs, {q: v["videos_apart"] for q, v in positions.items()})
     return [{"judge": judge, "run": run,
              "by_position": _binned(obs, run, where, POSITION_BINS, boot, "cited segments sit in that third of "
                                     "the playlist's segments (mean rank of the two)"),
@@ -243,15 +259,16 @@ def best_of_figures(obs: Observations, ratings: dict[int, dict[int, float]], evi
     """Per judge's main run: best-of-5 from its pairwise verdicts, with its interval (chance is 20 % only
     where all four rivals were judged: each row carries its own)."""
     out = []
+    # each rated pair's (question, better, worse) and each question's unit, once for every run: per run,
+    # the lookups were most of the section (a question's unit is the same for each of its pairs)
+    rated = {p: (q, *obs.ratings[p]) for p, q in obs.item_of.items() if q in ratings}
+    unit_of = {q: obs.units[p][boot.unit] for p, (q, *_) in reversed(rated.items())}
     for judge, run in sorted(obs.main_runs(evidence).items()):
-        scores = obs.scores[run]
-        pairs = [(obs.item_of[p], *obs.ratings[p], _verdict(s)) for p, s in sorted(scores.items())
-                 if obs.item_of[p] in ratings]
+        ids, values = obs.run_arrays(run)  # ascending pair ids
+        pairs = [(*rated[p], None if s == 0.5 else int(s == 1.0)) for p, s in zip(ids.tolist(), values.tolist(),
+                                                                                   strict=True) if p in rated]
         questions = {q for q, *_ in pairs}
-        labels: dict[int, Any] = {}  # each question's unit from its first pair: one pass (issue 26: was
-        for p in scores:             # questions x pairs, 10^11 steps at 100k items)
-            if obs.item_of[p] in questions:
-                labels.setdefault(obs.item_of[p], obs.units[p][boot.unit])
+        labels: dict[int, Any] = {q: unit_of[q] for q in questions}
         try:
             got = best_of.best_of_k(pairs, {q: ratings[q] for q in questions}, clusters=labels, seed=boot.seed,
                                     resamples=boot.resamples, level=boot.level)

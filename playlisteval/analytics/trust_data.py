@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from playlisteval.analytics.columns import AnalyticsError
 from playlisteval.analytics.runner import Analytics
 from playlisteval.eval import runkey
 
@@ -96,28 +97,35 @@ def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
         run_id = int(r["id"])
         obs.runs[run_id] = Run(run_id, str(r["judge"]), str(r["evidence"]), str(r["scope"]), bool(r["swapped"]),
                                str(r["modality"] or ""), runkey.parse_settings(r["settings"]), run_id in main)
-    got = an.arrays(f"SELECT j.run_id, j.pair_id, j.item_id, j.score, p.better_rating, p.worse_rating, "
-                    f"c.question, c.video, c.playlist, c.video_b, c.playlist_b FROM judgment_facts AS j "
-                    f"JOIN pair_facts AS p ON p.pair_id = j.pair_id "
+    # the scores alone, a row per judgment; each pair's facts once (below): the facts' five strings fetched
+    # with every one of a million judgments were most of this read
+    got = an.arrays(f"SELECT j.run_id, j.pair_id, j.score FROM judgment_facts AS j "
                     f"JOIN question_cluster AS c ON c.item_id = j.item_id WHERE {where} ORDER BY j.run_id, j.pair_id",
                     params)
     runs = np.asarray(got["run_id"], dtype=np.int64)
     pairs = np.asarray(got["pair_id"], dtype=np.int64)
     scores = np.asarray(got["score"], dtype=np.float64)
     # the rows come by run: each run's scores are one dict built in C (a Python loop over 1M judgments
-    # was a second of every report); each pair's facts are taken from its first row, in first-row order
+    # was a second of every report); each pair's facts are kept in the order of its first row
     bounds = np.flatnonzero(np.diff(runs)) + 1 if len(runs) else np.zeros(0, dtype=np.int64)
     for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(runs)])).tolist(),
                       strict=True):
         if hi > lo:
             obs.scores[int(runs[lo])] = dict(zip(pairs[lo:hi].tolist(), scores[lo:hi].tolist(), strict=True))
     _, first = np.unique(pairs, return_index=True)
-    first = np.sort(first)
-    items = np.asarray(got["item_id"])[first].tolist()
-    better, worse = np.asarray(got["better_rating"])[first].tolist(), np.asarray(got["worse_rating"])[first].tolist()
+    judged = pairs[np.sort(first)]
+    facts = an.arrays("SELECT p.pair_id, p.item_id, p.better_rating, p.worse_rating, c.question, c.video, "
+                      "c.playlist, c.video_b, c.playlist_b FROM pair_facts AS p "
+                      "JOIN question_cluster AS c ON c.item_id = p.item_id ORDER BY p.pair_id")
+    fact_ids = np.asarray(facts["pair_id"], dtype=np.int64)
+    at = np.minimum(np.searchsorted(fact_ids, judged), max(len(fact_ids) - 1, 0))
+    if len(judged) and (not len(fact_ids) or np.any(fact_ids[at] != judged)):  # the join above: never
+        raise AnalyticsError("a judged pair without its facts")
+    items = np.asarray(facts["item_id"])[at].tolist()
+    better, worse = np.asarray(facts["better_rating"])[at].tolist(), np.asarray(facts["worse_rating"])[at].tolist()
     columns = (*UNITS, "video_b", "playlist_b")
-    names = {u: np.asarray(got[u])[first].tolist() for u in columns}
-    for i, pair in enumerate(pairs[first].tolist()):
+    names = {u: np.asarray(facts[u])[at].tolist() for u in columns}
+    for i, pair in enumerate(judged.tolist()):
         obs.units[pair] = {u: str(names[u][i]) for u in columns}
         obs.item_of[pair] = int(items[i])
         obs.ratings[pair] = (int(better[i]), int(worse[i]))
