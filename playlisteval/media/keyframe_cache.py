@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from playlisteval.errors import MediaError
-from playlisteval.media.frames import keyframe_times
+from playlisteval.media.keyframes import keyframe_times
 
 
 def keyframes_dir(media_dir: Path) -> Path:
