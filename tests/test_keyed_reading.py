@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from playlisteval.media.frames import frames_at, keyframe_times
+from playlisteval.media.keyframe_cache import cache_file, cached_keyframes_of
 
 SIZE = (320, 180)
 
@@ -72,3 +73,10 @@ def test_keyed_reads_show_what_a_full_decode_shows(folder: Path) -> None:
         assert np.abs(np.asarray(b, float) - want).mean() < 0.05, t
     # frames one apart differ: the comparison would see a wrong frame
     assert np.abs(_shown_at(decoded, 5.0) - _shown_at(decoded, 5.0 + 1 / 30)).mean() > 0.2
+
+
+def test_a_pairs_lists_are_made_at_once_and_cached(folder: Path, tmp_path: Path) -> None:
+    a, b = _video(folder / "pair-a.mp4", 75), _video(folder / "pair-b.mp4", 37)
+    listed = cached_keyframes_of(tmp_path, [str(a), str(b), str(a), str(tmp_path / "gone.mp4")])
+    assert listed == {str(a): _demuxed_keyframes(a), str(b): _demuxed_keyframes(b), str(tmp_path / "gone.mp4"): None}
+    assert all((f := cache_file(tmp_path, v)) is not None and f.is_file() for v in (a, b))
