@@ -49,10 +49,17 @@ def _shown_at(frames: list[tuple[float, np.ndarray]], t: float) -> np.ndarray:
     return next((image for when, image in frames if when >= t - 1e-3), frames[-1][1])
 
 
-@pytest.mark.parametrize(("name", "gop"), [("a.mp4", 75), ("b.mp4", 37), ("c.mkv", 75), ("d.ts", 75)])
+@pytest.mark.parametrize(("name", "gop"), [("a.mp4", 75), ("b.mp4", 37), ("c.mkv", 75), ("d.ts", 75),
+                                           ("e.frag.mp4", 75)])
 def test_keyframe_lists_equal_a_full_demux(folder: Path, name: str, gop: int) -> None:
-    """MP4 from the index (37: keyframes off the half-second grid), MKV and MPEG-TS by demuxing."""
+    """MP4 from the index (37: keyframes off the half-second grid), MKV and MPEG-TS by demuxing, and a
+    fragmented MP4 (its index is built as fragments are read)."""
     path = _video(folder / name, gop)
+    if name.endswith(".frag.mp4"):
+        whole = path.with_name("whole.mp4")
+        path.replace(whole)
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(whole), "-c", "copy", "-movflags",
+                        "frag_keyframe+empty_moov", str(path)], check=True)
     keys = keyframe_times(path)
     assert keys == _demuxed_keyframes(path)
     assert len(keys) == -(-24 * 30 // gop)  # a fixed GOP: every gop-th frame from the first

@@ -49,12 +49,16 @@ def _from_index(container: Any, stream: Any) -> list[float] | None:
     if not _INDEXED_FORMATS & set(container.format.name.split(",")):
         return None
     entries = stream.index_entries
+    base = stream.time_base or 1
+    # a fragmented file's index may hold only the fragments read so far: trust it only when it reaches the end
+    end = float(stream.duration * base) if stream.duration else (container.duration or 0) / 1e6
+    if not len(entries) or not end or float(entries[len(entries) - 1].timestamp * base) < end - 2.0:
+        return None
     keyed = [e for e in entries if e.is_keyframe]
     dts = [e.timestamp for e in keyed]
     # a discarded entry (cut by an edit list) still comes out of the demuxer: leave such files to it
     if not dts or len(dts) != len(set(dts)) or any(e.is_discard for e in keyed):
         return None
-    base = stream.time_base or 1
     # FFmpeg's mov seek compares presentation times: seeking to a keyframe's own decode time can land on
     # the keyframe before (its presentation time is later by the reorder delay), so aim between two
     # keyframes' decode times and check that the packet read is the entry aimed at
