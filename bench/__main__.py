@@ -29,9 +29,10 @@
     python -m bench index-hours [options]  the whole `index` over 10 hours of 720p30 lectures (20 files made
                                           by stream-copying six 5-minute lectures): hours per wall hour, peak
                                           memory, linearity, 100 hours projected (bench/index_hours.py)
-    python -m bench evidence [options]    cold 128-frame evidence for one pair (two 10-minute 720p30 files, no
-                                          kept frames): exact timestamps vs the keyframe rule, beside ffmpeg's
-                                          keyframe-only decode of the same files (bench/evidence_cold.py)
+    python -m bench evidence [options]    cold 128-frame evidence for one pair (two different 10-minute camera-like
+                                          720p30 files at 2.7 Mbit/s, no kept frames; the lecture as a second row):
+                                          exact timestamps vs the keyframe rule, and its ratio to ffmpeg's
+                                          keyframe-only decode of the same files, <= 3x (bench/evidence_cold.py)
     python -m bench science [options]     calibration of the report's statistics on SIMULATED studies of known
                                           truth: coverage of every interval, size and power of the tests (Holm
                                           over 17 judges), beside the naive methods (bench/science.py)

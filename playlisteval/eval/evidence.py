@@ -46,7 +46,7 @@ from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.search import corpus_index, index_cache_dir
 from playlisteval.index.vectors import VectorIndex, exact_search
 from playlisteval.media.kept import KeptFrames, kept_root
-from playlisteval.media.keyframe_cache import cached_keyframes
+from playlisteval.media.keyframe_cache import cached_keyframes_of
 
 
 @dataclass(frozen=True)
@@ -243,8 +243,8 @@ def on_keyframes(evidence: Evidence, media_dir: Path) -> Evidence:
     by_id = {c.chunk_id: c for c in evidence.chunks}
     kept = {path: _kept_times(kept_root(media_dir), path) for path in {f.path for f in evidence.frames}}
     cold = [not _has(kept[f.path], f.t) for f in evidence.frames]
-    keys = {path: cached_keyframes(media_dir, path) or []
-            for path in {f.path for f, c in zip(evidence.frames, cold, strict=True) if c}}
+    listed = cached_keyframes_of(media_dir, (f.path for f, c in zip(evidence.frames, cold, strict=True) if c))
+    keys = {path: times or [] for path, times in listed.items()}
     # uniform samples are one spacing apart over the corpus laid end to end (see ``uniform``)
     spacing = evidence.corpus_seconds / len(evidence.frames) if evidence.frames else 0.0
     per_chunk = Counter(f.chunk_id for f in evidence.frames)

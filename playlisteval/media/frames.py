@@ -5,10 +5,10 @@ frame from the keyframe before it, about half a GOP (4 s of 30-fps video with x2
 interval), and the samples of a chunk each sit in a different GOP. So ``keyed_sample_times`` moves a
 sample onto a keyframe when one lies inside the sample's own slice of the chunk (its quarter, with 4
 samples per chunk), else onto a keyframe of its chunk no other sample took, and keeps the exact
-timestamp otherwise; a reader given the keyframe times decodes
-keyframe samples with non-key frames skipped (PyAV ``skip_frame``), which on 720p H.264 reads a
-sample for the price of demuxing the packets in between. Keyframe times come from demuxing packets
-(``packet.is_keyframe``), never from decoding. Measured on a 720p file: PyAV decoding keyframes only
+timestamp otherwise; a reader given the keyframe times reads a keyframe sample by seeking to it and
+decoding that one packet, and an exact one skipping the frames nothing references
+(media/pyav_reader.py). Keyframe times come from the container's index or from demuxing packets
+(media/keyframes.py), never from decoding. Measured on a 720p file: PyAV decoding keyframes only
 reads them ~9x faster than decord's ``get_batch`` of the same key indices, and PyAV's exact seeking
 also beat decord, so keyframe-aware readers always use PyAV.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -36,33 +36,13 @@ from PIL import Image
 
 from playlisteval.errors import MediaError
 from playlisteval.logs import get_logger
+from playlisteval.media.keyframes import keyframe_times
+from playlisteval.media.pyav_reader import PyAVReader, fit_size
 
 log = get_logger(__name__)
 DECORD_CODECS = {"h264", "hevc", "mpeg4"}
-_SEEK_GAP_S = 2.0  # PyAV: decode forward to a frame this close ahead instead of seeking to it
-# PyAV, keyframes only: demuxing forward is cheap (no decoding), so seek only across a long gap
-_KEY_SEEK_GAP_S = 60.0
-
-
-def fit_size(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
-    """The largest (w, h) with the source's aspect ratio that fits inside ``box``; even numbers."""
-    scale = min(box[0] / width, box[1] / height)
-    return max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2)
-
-
-def keyframe_times(path: str | Path) -> list[float]:
-    """The presentation times (s) of a video's keyframes, read from its packets without decoding."""
-    import av
-
-    try:
-        with av.open(str(path)) as container:
-            stream = container.streams.video[0]
-            base = stream.time_base or 1
-            times = {float(packet.pts * base) for packet in container.demux(stream)
-                     if packet.is_keyframe and packet.pts is not None}
-    except Exception as exc:
-        raise MediaError(path, f"cannot read keyframes: {exc}") from exc
-    return sorted(times)
+__all__ = ["DECORD_CODECS", "FrameReader", "fit_size", "frames_at", "keyed_sample_times", "keyframe_times",
+           "sample_times", "save_frames"]
 
 
 def keyed_sample_times(spans: Sequence[tuple[float, float]], per_chunk: int,
@@ -133,72 +113,6 @@ class _Decord:
         del self.reader
 
 
-class _PyAV:
-    def __init__(self, path: str, size: tuple[int, int] | None, keyframes: Sequence[float] = ()) -> None:
-        import av
-
-        self.path = path
-        self.size = size
-        self.keys = sorted(keyframes)
-        self.container = av.open(path)
-        self.stream = self.container.streams.video[0]
-        if self.keys:
-            # keyframe-aware reading is the index's, which runs a video per thread: decoder threads only
-            # add overhead there (measured on 720p, keyframes only: 0.6 s single-threaded vs 3.2 s with
-            # "AUTO" frame threads on a loaded 2-core machine)
-            self.stream.thread_count = 1
-        else:
-            self.stream.thread_type = "AUTO"
-        self.base = self.stream.time_base or 1
-        self.frames: Iterator[Any] | None = None
-        self.current: Any = None  # the last decoded frame
-        self.keys_only = False  # decoding with non-key frames skipped
-
-    def _is_key(self, t: float) -> bool:
-        i = bisect.bisect_left(self.keys, t - 1e-4)
-        return i < len(self.keys) and abs(self.keys[i] - t) <= 1e-4
-
-    def _seek(self, t: float, keys_only: bool = False) -> None:
-        # a switch of mode goes through a seek: frames decoded after skipped ones would be corrupt
-        self.stream.codec_context.skip_frame = "NONKEY" if keys_only else "DEFAULT"
-        self.keys_only = keys_only
-        self.container.seek(int(max(t, 0) / self.base), stream=self.stream, backward=True, any_frame=False)
-        self.frames = self.container.decode(self.stream)
-        self.current = None
-
-    def _frame_at(self, t: float) -> Any:
-        here = self.current.time if self.current is not None and self.current.time is not None else None
-        keyed = self._is_key(t)
-        gap = _KEY_SEEK_GAP_S if keyed else _SEEK_GAP_S
-        if (self.frames is None or here is None or t < here - 1e-3 or t - here > gap
-                or keyed != self.keys_only):
-            self._seek(t, keyed)
-        elif here >= t - 1e-3:
-            return self.current  # two samples within one frame's duration
-        assert self.frames is not None
-        for frame in self.frames:
-            self.current = frame
-            if frame.time is not None and frame.time >= t - 1e-3:
-                return frame
-        if self.current is None:
-            raise MediaError(self.path, f"no frame decodable at {t:.2f}s (truncated or corrupt)")
-        return self.current  # t lies past the last frame: the last frame is what is shown
-
-    def read(self, timestamps: Sequence[float]) -> list[Image.Image]:
-        images = []
-        for t in timestamps:
-            frame = self._frame_at(t)
-            if self.size is not None:
-                w, h = fit_size(frame.width, frame.height, self.size)
-                images.append(frame.to_image(width=w, height=h))
-            else:
-                images.append(frame.to_image())
-        return images
-
-    def close(self) -> None:
-        self.container.close()
-
-
 class FrameReader:
     """One video's frames, read in time order chunk after chunk: ``reader.read([t1, t2, …])``.
 
@@ -215,7 +129,7 @@ class FrameReader:
         self.size = size
         self.keyframes = list(keyframes or ())
         self.backend = "pyav"
-        self._impl: _Decord | _PyAV | None = None
+        self._impl: _Decord | PyAVReader | None = None
         if codec in DECORD_CODECS and keyframes is None:  # keyframe-aware reading: PyAV (module doc)
             try:
                 self._impl = _Decord(self.path, size, source_size)
@@ -225,9 +139,9 @@ class FrameReader:
         if self._impl is None:
             self._impl = self._open_pyav()
 
-    def _open_pyav(self) -> _PyAV:
+    def _open_pyav(self) -> PyAVReader:
         try:
-            return _PyAV(self.path, self.size, self.keyframes)
+            return PyAVReader(self.path, self.size, self.keyframes)
         except Exception as exc:
             raise MediaError(self.path, f"cannot decode frames: {exc}") from exc
 

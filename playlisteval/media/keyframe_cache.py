@@ -14,10 +14,16 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from playlisteval.errors import MediaError
-from playlisteval.media.frames import keyframe_times
+from playlisteval.media.keyframes import keyframe_times
+
+#: files listed at once: a pair's videos each get a thread (the listing waits on seeks and reads, with
+#: the GIL released), as the evidence's frames are read
+MAX_LIST_THREADS = 4
 
 
 def keyframes_dir(media_dir: Path) -> Path:
@@ -57,3 +63,12 @@ def cached_keyframes(media_dir: Path, video: str | Path) -> list[float] | None:
     except OSError:
         pass  # a read-only or full disk costs the next run a demux, not this one its frames
     return times
+
+
+def cached_keyframes_of(media_dir: Path, videos: Iterable[str]) -> dict[str, list[float] | None]:
+    """``cached_keyframes`` of each video, the files listed at once (a pair's two videos: one wait, not two)."""
+    paths = sorted(set(videos))
+    if len(paths) < 2:
+        return {p: cached_keyframes(media_dir, p) for p in paths}
+    with ThreadPoolExecutor(max_workers=min(MAX_LIST_THREADS, len(paths))) as pool:
+        return dict(zip(paths, pool.map(lambda p: cached_keyframes(media_dir, p), paths), strict=True))
