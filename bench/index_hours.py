@@ -82,19 +82,23 @@ def _part(work: Path, media: str, k: int) -> Path:
     return make_lecture(path, PART_MINUTES, *TOPICS[k % len(TOPICS)])
 
 
-def make_collection(work: Path, files: int, parts: int, media: str = "camera") -> tuple[Path, list[Path]]:
-    """``files`` videos of ``parts`` parts each; a larger collection reuses the files a smaller one made."""
-    folder = work / f"{media}-x{parts}"
+def make_collection(work: Path, files: int, parts: int, media: str = "camera",
+                    distinct: int | None = None) -> tuple[Path, list[Path]]:
+    """``files`` videos of ``parts`` parts each, cycling through ``distinct`` parts made (default: all
+    distinct); a larger collection reuses the files a smaller one made. Each file's bytes are its own
+    whatever ``distinct`` is: its own order of the parts and its own title."""
+    distinct = min(parts, distinct or parts)
+    folder = work / (f"{media}-x{parts}" + (f"-of{distinct}" if distinct < parts else ""))
     videos = [folder / f"course {i + 1:02d}.mp4" for i in range(files)]
     if all(v.exists() and v.with_suffix(".srt").exists() for v in videos):
         return folder, videos
-    sources = [_part(work, media, k) for k in range(parts)]
+    sources = [_part(work, media, k) for k in range(distinct)]
     folder.mkdir(parents=True, exist_ok=True)
     for i, video in enumerate(videos):
         if video.exists() and video.with_suffix(".srt").exists():
             continue
-        order = [sources[(i + k) % parts] for k in range(parts)]  # every file its own order: its own bytes
-        if i // parts % 2:
+        order = [sources[(i + k) % distinct] for k in range(parts)]  # every file its own order: its own bytes
+        if i // distinct % 2:
             order.reverse()
         listing = folder / f".{video.stem}.txt"
         listing.write_text("".join(f"file '{p}'\n" for p in order))
@@ -140,10 +144,11 @@ def index_run(work: Path, name: str, videos: list[Path], parts: int) -> dict[str
     return out
 
 
-def run(work: Path, hours: list[float], parts: int, media: str = "camera") -> dict[str, Any]:
+def run(work: Path, hours: list[float], parts: int, media: str = "camera",
+        distinct: int | None = None) -> dict[str, Any]:
     file_hours = parts * PART_MINUTES / 60
     counts = [max(1, round(h / file_hours)) for h in hours]
-    folder, videos = make_collection(work, max(counts), parts, media)
+    folder, videos = make_collection(work, max(counts), parts, media, distinct)
     rate = ""
     if media == "camera":
         from bench.camera_media import bitrate_mbps
@@ -206,12 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=_hours, default=[1.0, 2.0, 10.0],
                         help="collection sizes to index, in hours of video, comma-separated (default 1,2,10)")
     parser.add_argument("--parts", type=int, default=6, help="5-minute parts joined into each video")
+    parser.add_argument("--distinct", type=int, default=None,
+                        help="distinct parts to make and cycle through (default: --parts, all distinct); fewer "
+                             "make the collection sooner, each file still with bytes of its own")
     parser.add_argument("--media", choices=MEDIA, default="camera",
                         help="camera-like 2.7 Mbit/s video (the headline) or the friendly lecture")
     parser.add_argument("--work", type=Path, default=Path("build/bench/index_hours"))
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    results = run(args.work.resolve(), args.hours, args.parts, args.media)
+    results = run(args.work.resolve(), args.hours, args.parts, args.media, args.distinct)
     (args.work.parent / f"index_hours_{args.media}.json").write_text(json.dumps(results, indent=1))
     return 0 if all(r["rc"] == 0 for r in results["runs"]) else 1
 
