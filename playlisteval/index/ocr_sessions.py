@@ -5,9 +5,9 @@ spin while they wait for work. On two shared cores the spinning thread burns the
 decoder (one chunk ahead, index/work.py) or another video's reader needs: on one 720p slide, two
 threads took 0.195 s and 0.38 CPU-s a frame spinning, 0.159 s and 0.29 CPU-s not, the text the same.
 So the sessions are made here, from the same bundled model files rapidocr would pick, with spinning off
-and the CPU arena on, and handed to rapidocr through its custom-session hook (a model section's
-``session``, rapidocr PR #451) before its first call creates them. Where that hook or the model lookup is
-missing (another rapidocr), rapidocr's own sessions are used: slower, the same text.
+and the CPU arena off (it only grew, issue 43), and handed to rapidocr through its custom-session hook (a
+model section's ``session``, rapidocr PR #451) before its first call creates them. Where that hook or the
+model lookup is missing (another rapidocr), rapidocr's own sessions are used: slower, the same text.
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def _options(ort: Any, threads: int) -> Any:
     options = ort.SessionOptions()
     options.log_severity_level = 4  # errors come back as exceptions; nothing printed
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # as rapidocr sets it
-    options.enable_cpu_mem_arena = True
+    # no BFC arena: it keeps every region it grew for crops and batches of new shapes until the session
+    # ends, so a long index grew with the frames read (issue 43: 80 camera-like frames, 336 MB resident
+    # with it; 165 MB without, the freed pages given back by index/heap.py); plain malloc/free instead
+    options.enable_cpu_mem_arena = False
     options.intra_op_num_threads = max(1, threads)
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")

@@ -2,10 +2,11 @@
 
 A user times the whole command; the benchmarks timed pieces inside one process, and the two were an
 order of magnitude apart with nothing showing where the rest went. Each phase of indexing a video
-(decode, OCR, ASR, embedding, store) and the loading of each model add their seconds here, from
-whichever worker thread ran them; the command adds its start-up (process start to the command's
-body) and the collection's segments and seeds. Phases run in parallel threads (ASR beside the
-frames, several videos at once), so their sum can exceed the wall time: it is thread-seconds.
+(decode, OCR, ASR, embedding, store, "heap release": freed memory given back, index/heap.py) and the
+loading of each model add their seconds here, from whichever worker thread ran them; the command adds
+its start-up (process start to the command's body) and the collection's segments and seeds. Phases run in
+parallel threads (ASR beside the frames, several videos at once), so their sum can exceed the wall time:
+it is thread-seconds.
 
 Always on: a ``perf_counter`` pair per chunk window and per video costs microseconds, and the
 figures go to the log at debug level as well as to `--profile`.
@@ -22,7 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 #: the phases in the order `--profile` prints them
-ORDER = ("start-up", "model load", "probe", "decode", "OCR", "ASR", "embedding", "store", "segments+seeds")
+ORDER = ("start-up", "model load", "probe", "decode", "OCR", "ASR", "embedding", "heap release", "store",
+         "segments+seeds")
 
 _lock = threading.Lock()
 _seconds: dict[str, float] = {}

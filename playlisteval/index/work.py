@@ -33,7 +33,7 @@ from sqlmodel import Session, col, delete, select
 
 from playlisteval.config import IndexSettings, Settings
 from playlisteval.errors import ConfigError, MediaError
-from playlisteval.index import chunk_progress, phases
+from playlisteval.index import chunk_progress, heap, phases
 from playlisteval.index import leases as video_leases
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
@@ -263,6 +263,13 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                         ocr_texts[i] = texter.chunk_text(images)
                 if needs_frames(embedder):
                     kept[i] = images
+                else:
+                    del images  # read: nothing of this chunk's frames is needed any more
+                if ahead is not None:
+                    # the chunk's decoded pictures and OCR tensors are freed; their pages go back to the
+                    # system now instead of piling up in glibc's per-thread arenas (heap.py, issue 43)
+                    with phases.timed("heap release"):
+                        heap.give_back()
                 chunk_progress.note(outcome.run, video.id, i + 1)  # the `index` bar moves per chunk
             texts = texts or _heard(heard, outcome)
             for i in idxs:
@@ -294,6 +301,9 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     with phases.timed("store"):
         _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, heard.result().captions_path,
                 info.duration, outcome, worker)
+    del vectors, kept, frames, ahead, texter
+    with phases.timed("heap release"):  # the video is in the store: what indexing it held goes back (heap.py)
+        heap.give_back()
 
 
 def _timed_transcripts(video: Video, info: Any, spans: list[tuple[float, float]], cfg: IndexSettings) -> Transcripts:
