@@ -68,7 +68,15 @@ from scipy import special, stats
 if __package__ in (None, ""):  # run as a file: bench/science.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from playlisteval.analytics import bootstrap, correlation, intervals, multiplicity, sign_flips, small_sample
+from playlisteval.analytics import (
+    beta_binomial,
+    bootstrap,
+    correlation,
+    intervals,
+    multiplicity,
+    sign_flips,
+    small_sample,
+)
 from playlisteval.index.blas import one_blas_thread
 
 Array = NDArray[np.float64]
@@ -78,6 +86,7 @@ CLUSTERS = (2, 4, 10, 40)
 ICCS = (0.0, 0.1, 0.3)
 TARGET = (93.0, 97.0)  # coverage a 95 % interval must reach at K >= TARGET_K (issue 40's Done-when)
 TARGET_K = 10
+SECTIONS = ("coverage", "video", "null", "holm", "correlation")
 UNEQUAL_RATIO = 6.0  # unequal sizes: the largest cluster this many times the smallest
 CHECKED = 3  # studies of every cell whose bootstrap peer is recomputed by the library's own functions
 SMALL_K_NOTE = ("K < 10: no other method is switched in — the same Wilson score interval with a design effect"
@@ -145,16 +154,44 @@ def simulate_paired(rng: np.random.Generator, mus: Sequence[float], icc: float, 
 Interval = tuple[Array, Array]
 
 
-def report_rate(sums: Array, counts: Array, null: float | None = None) -> tuple[Array, Array, Array]:
-    """(low, high, p) of every study by ``small_sample.rate`` (the report's rate), one study at a time."""
-    out = np.array([small_sample.rate(s, counts, LEVEL, null)[:3] for s in sums], dtype=np.float64)
-    return out[:, 0], out[:, 1], out[:, 2]
+def report_rate(sums: Array, counts: Array, null: float | None = None, checks: list[float] | None = None
+                ) -> tuple[Array, Array, Array]:
+    """(low, high, p) of every study as ``small_sample.rate`` (the report's rate) gives them: the
+    beta-binomial profile likelihood of all studies at once (``beta_binomial.intervals``, row by row the
+    same arithmetic), checked against ``small_sample.rate`` one study at a time on the first CHECKED."""
+    k = sums.shape[1]
+    nulls = None if null is None else np.full(len(sums), null)
+    low, high, p, _ = beta_binomial.intervals(sums, np.broadcast_to(counts, sums.shape), np.full(len(sums), k),
+                                              LEVEL, nulls, small_sample.FEW_CLUSTERS)
+    if checks is not None:
+        for i in range(min(CHECKED, len(sums))):
+            one = small_sample.rate(sums[i], counts, LEVEL, null)
+            want = (one[0], one[1]) + ((one[2],) if null is not None else ())
+            got = (low[i], high[i]) + ((p[i],) if null is not None else ())
+            checks.append(max(abs(float(a) - float(b)) for a, b in zip(want, got, strict=True)))
+    return low, high, p
 
 
 def report_difference(sums: Array, counts: Array) -> tuple[Array, Array, Array]:
     """(low, high, p against 0) of every study by ``small_sample.difference`` (the report's paired test)."""
     out = np.array([small_sample.difference(s, counts, LEVEL, 0.0)[:3] for s in sums], dtype=np.float64)
     return out[:, 0], out[:, 1], out[:, 2]
+
+
+def wilson_deff(sums: Array, counts: Array, null: float | None = None) -> tuple[Array, Array, Array]:
+    """(low, high, p) of the report's rate before the beta-binomial: Wilson's score interval on the effective
+    size (CR2 design effect, floored at 1 below FEW_CLUSTERS), t on K − 1 df; score-test p."""
+    k = sums.shape[1]
+    q = small_sample.t_quantile(k - 1, LEVEL)
+    out = []
+    for s in sums:
+        n_eff = small_sample.effective_n(s, counts)
+        p = float(s.sum() / counts.sum())
+        test = (math.nan if null is None
+                else small_sample.t_p_value((p - null) / math.sqrt(null * (1 - null) / n_eff), k - 1))
+        out.append((*small_sample.wilson(p, n_eff, q), test))
+    got = np.array(out, dtype=np.float64)
+    return got[:, 0], got[:, 1], got[:, 2]
 
 
 def wilson_unclustered(sums: Array, counts: Array) -> Interval:
@@ -267,8 +304,8 @@ RATES = (0.5, 0.7, 0.9, 0.97)
 # (label, μ_a, μ_b, κ, c): judge − judge pairs fail together less than one judge with two kinds of evidence
 DIFFERENCES = (("judge − judge", 0.70, 0.70, 0.5, 0.5), ("judge − judge", 0.75, 0.65, 0.5, 0.5),
                ("judge − judge", 0.97, 0.92, 0.5, 0.5), ("retrieved − uniform", 0.72, 0.66, 0.8, 0.7))
-METHODS_RATE = ("Wilson+deff, t(K−1) [report]", "cluster bootstrap [naive]", "Wilson, unclustered [naive]",
-                "cluster bootstrap-t [prototype]")
+METHODS_RATE = ("beta-binomial profile LR [report]", "cluster bootstrap [naive]", "Wilson, unclustered [naive]",
+                "cluster bootstrap-t [prototype]", "Wilson+deff, t(K−1) [old]")
 METHODS_DIFF = ("CR2 t(K−1) [report]", "cluster bootstrap [naive]", "z, unclustered [naive]",
                 "cluster bootstrap-t [prototype]")
 
@@ -293,7 +330,7 @@ def coverage_cells(rng: np.random.Generator, reps: int, resamples: int, seed: in
                 for k in CLUSTERS:
                     n = cluster_sizes(k, unequal=unequal).astype(np.float64)
                     s = simulate_rate(rng, mu, icc, n.astype(np.int64), reps)
-                    low, high, _ = report_rate(s, n)
+                    low, high, _ = report_rate(s, n, checks=checks)
                     boot = cluster_bootstrap(s, n, seed, resamples)
                     checks.append(check_bootstrap(s, n, seed, resamples, boot))
                     _record(row, METHODS_RATE[0], k, (low, high), mu)
@@ -301,6 +338,7 @@ def coverage_cells(rng: np.random.Generator, reps: int, resamples: int, seed: in
                     _record(row, METHODS_RATE[2], k, wilson_unclustered(s, n), mu)
                     _record(row, METHODS_RATE[3], k, cluster_bootstrap_t(s, n, low, high, seed, resamples, (0.0, 1.0)),
                             mu)
+                    _record(row, METHODS_RATE[4], k, wilson_deff(s, n)[:2], mu)
                 rows.append(row)
             for label, mu_a, mu_b, kappa, concord in DIFFERENCES:
                 truth = mu_a - mu_b
@@ -351,7 +389,7 @@ def null_cells(rng: np.random.Generator, reps: int, resamples: int, seed: int, c
             for k in CLUSTERS:
                 n = cluster_sizes(k, unequal=unequal).astype(np.float64)
                 s = simulate_rate(rng, 0.5, icc, n.astype(np.int64), reps)
-                low, high, p = report_rate(s, n, null=0.5)
+                low, high, p = report_rate(s, n, null=0.5, checks=checks)
                 boot = cluster_bootstrap(s, n, seed, resamples)
                 checks.append(check_bootstrap(s, n, seed, resamples, boot))
                 row["methods"][METHODS_RATE[0]][k] = 100.0 * float(np.mean(p < 1 - LEVEL))
@@ -359,6 +397,7 @@ def null_cells(rng: np.random.Generator, reps: int, resamples: int, seed: int, c
                 row["methods"][METHODS_RATE[2]][k] = 100.0 - covered(*wilson_unclustered(s, n), 0.5)
                 boot_t = cluster_bootstrap_t(s, n, low, high, seed, resamples, (0.0, 1.0))
                 row["methods"][METHODS_RATE[3]][k] = 100.0 - covered(*boot_t, 0.5)
+                row["methods"][METHODS_RATE[4]][k] = 100.0 * float(np.mean(wilson_deff(s, n, 0.5)[2] < 1 - LEVEL))
             rows.append(row)
     return rows
 
@@ -712,6 +751,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the naive peers")
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--out", type=Path, default=Path("build/bench/science.json"))
+    parser.add_argument("--only", default="", help="comma-separated sections to run (coverage, video, null, holm, "
+                        "correlation; default all): a quicker look while iterating — its JSON is not the table")
     args = parser.parse_args(argv)
     t0, load0 = time.perf_counter(), load()
     rng = np.random.default_rng(args.seed)
@@ -721,17 +762,28 @@ def main(argv: list[str] | None = None) -> int:
           f"±{mc:.1f} points at 2 SE), {args.holm_reps:,} a Holm scenario, {args.resamples:,} bootstrap resamples; "
           f"{os.cpu_count()} CPUs, load {load0} at the start", flush=True)
     checks: list[float] = []
+    only = {name.strip() for name in args.only.split(",") if name.strip()}
+    if only - set(SECTIONS):
+        parser.error(f"unknown sections {sorted(only - set(SECTIONS))}: choose from {', '.join(SECTIONS)}")
+
+    def wanted(section: str) -> bool:
+        return not only or section in only
 
     def say(message: str) -> None:
         print(f"{message} — {time.perf_counter() - t0:.1f} s", flush=True)
 
     with one_blas_thread():  # small products: OpenBLAS's threads cost more than they give (index/blas.py)
-        cov = coverage_cells(rng, args.reps, args.resamples, args.seed, checks, say)
-        by_video = video_cells(rng, args.reps, checks, say)
-        nulls = null_cells(rng, args.reps, args.resamples, args.seed, checks)
+        # each section draws from its own stream, so that running some of them (--only) gives those the
+        # numbers the full run gives
+        streams = dict(zip(SECTIONS, rng.spawn(len(SECTIONS)), strict=True))
+        cov = coverage_cells(streams["coverage"], args.reps, args.resamples, args.seed, checks, say) \
+            if wanted("coverage") else []
+        by_video = video_cells(streams["video"], args.reps, checks, say) if wanted("video") else []
+        nulls = null_cells(streams["null"], args.reps, args.resamples, args.seed, checks) if wanted("null") else []
         say(f"  rate vs 50 % done (load {load()})")
-        holm = holm_cells(rng, args.holm_reps, checks, say)
-        corr = correlation_cells(rng, args.reps, args.resamples, args.seed, checks)
+        holm = holm_cells(streams["holm"], args.holm_reps, checks, say) if wanted("holm") else []
+        corr = correlation_cells(streams["correlation"], args.reps, args.resamples, args.seed, checks) \
+            if wanted("correlation") else {"rows": [], "permutation_size_pct": {}}
         say(f"  correlation done (load {load()})")
     wall = time.perf_counter() - t0
     total, outside = verdict(cov, nulls, video_rows=by_video)
@@ -775,7 +827,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nvectorised copies checked against the library (analytics/bootstrap.py, "
           f"correlation.bootstrap_correlations, small_sample.difference's p) on the first {CHECKED} studies of "
           f"every cell: {len(checks)} checks, "
-          f"largest |difference| {max(checks):.1e}")
+          f"largest |difference| {max(checks, default=0.0):.1e}")
     print(f"report methods at K ≥ {TARGET_K}: {total - len(outside)} of {total} cells within "
           f"{TARGET[0]:g}–{TARGET[1]:g} % (tests: size 3–7 %)" + ("" if not outside else "; outside:"))
     for line in outside:
