@@ -1,5 +1,6 @@
 """Reference computations of the clustered intervals, written apart from playlisteval's (small_sample.py):
-the CR2 sandwich in matrix form and Wilson's interval as the roots of its quadratic. Tests compare the
+the CR2 sandwich in matrix form, Wilson's interval as the roots of its quadratic, and the beta-binomial
+profile interval from scipy's own pmfs and optimisers. Tests compare the
 package's numbers with these, never with the package itself."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import linalg, stats
+from scipy import linalg, optimize, special, stats
 
 
 def cr2_variance(values: Sequence[float], clusters: Sequence[Any]) -> float:
@@ -33,8 +34,69 @@ def wilson_roots(p: float, n: float, q: float) -> tuple[float, float]:
     return max(0.0, float(roots[0])), min(1.0, float(roots[-1]))
 
 
+def _counts(values: Sequence[float], clusters: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per cluster (successes, trials) when every value is 0 or 1 (the package's beta-binomial case)."""
+    y = np.asarray(values, dtype=float)
+    if not np.all((y == 0) | (y == 1)):
+        return None
+    labels = [str(c) for c in clusters]
+    keys = sorted(set(labels))
+    s = np.array([sum(v for v, c in zip(y, labels, strict=True) if c == g) for g in keys])
+    n = np.array([labels.count(g) for g in keys], dtype=float)
+    return s, n
+
+
+def _profile(mu: float, s: np.ndarray, n: np.ndarray) -> tuple[float, float]:
+    """(max over θ ∈ [e^−4, e^12] ∪ {∞} of Σ log betabinom.pmf(s; n, μθ, (1 − μ)θ), ρ = 1/(1 + θ) there),
+    scipy's own pmfs and bounded Brent, the binomial coefficient left in (it cancels)."""
+    def negative(log_theta: float) -> float:
+        theta = np.exp(log_theta)
+        return -float(np.sum(stats.betabinom.logpmf(s, n, mu * theta, (1 - mu) * theta)))
+
+    found = optimize.minimize_scalar(negative, bounds=(-4.0, 12.0), method="bounded", options={"xatol": 1e-10})
+    binomial = float(np.sum(stats.binom.logpmf(s, n, mu)))
+    if binomial >= -found.fun:
+        return binomial, 0.0
+    return float(-found.fun), 1.0 / (1.0 + float(np.exp(found.x)))
+
+
+def beta_binomial_rate(s: np.ndarray, n: np.ndarray, level: float = 0.95, null: float | None = None
+                       ) -> tuple[float, float, float, float | None]:
+    """(estimate, low, high, p): the set of μ whose profile log-likelihood is within q²/2 of the top, q the
+    t quantile on (K − 1)(deff/(deff − 1))² df (deff = 1 + (ΣN²/N − 1)ρ̂; K − 1 below 10 clusters; the
+    normal at ρ̂ = 0); bounds by brentq on logit μ; p: the signed root on the same t."""
+    k, p_hat = len(s), float(s.sum() / n.sum())
+    if p_hat in (0.0, 1.0):
+        top, x_hat = 0.0, (-30.0 if p_hat == 0 else 30.0)
+        rho = 0.0
+    else:
+        best = optimize.minimize_scalar(lambda x: -_profile(float(special.expit(x)), s, n)[0],
+                                        bounds=(special.logit(p_hat) - 4, special.logit(p_hat) + 4),
+                                        method="bounded", options={"xatol": 1e-10})
+        x_hat, top = float(best.x), -float(best.fun)
+        rho = _profile(float(special.expit(x_hat)), s, n)[1]
+    deff = 1 + (float(np.sum(n * n)) / float(n.sum()) - 1) * rho
+    df = float(k - 1) if k < 10 else ((k - 1) * (deff / (deff - 1)) ** 2 if deff > 1 else np.inf)
+    q = float(stats.t.ppf(0.5 + level / 2, df))
+
+    def gap(x: float) -> float:
+        return _profile(float(special.expit(x)), s, n)[0] - (top - q * q / 2)
+
+    low = 0.0 if gap(-30.0) >= 0 else float(special.expit(optimize.brentq(gap, -30.0, x_hat, xtol=1e-12)))
+    high = 1.0 if gap(30.0) >= 0 else float(special.expit(optimize.brentq(gap, x_hat, 30.0, xtol=1e-12)))
+    p = None
+    if null is not None:
+        statistic = np.sqrt(max(2 * (top - _profile(null, s, n)[0]), 0.0))
+        p = float(2 * stats.t.sf(statistic, df))
+    return p_hat, min(low, p_hat), max(high, p_hat), p
+
+
 def rate(values: Sequence[float], clusters: Sequence[Any], level: float = 0.95) -> tuple[float, float, float]:
-    """(estimate, low, high): Wilson on N / deff with t(K − 1); deff 1 where the variance is 0."""
+    """(estimate, low, high): for 0/1 values the beta-binomial profile interval (``beta_binomial_rate``);
+    else Wilson on N / deff with t(K − 1), deff 1 where the variance is 0."""
+    counted = _counts(values, clusters)
+    if counted is not None:
+        return beta_binomial_rate(*counted, level)[:3]
     y = np.asarray(values, dtype=float)
     k = len(set(map(str, clusters)))
     p = float(y.mean())
@@ -53,7 +115,13 @@ def _effective(n: int, p: float, v: float, k: int) -> float:
 
 
 def rate_p(values: Sequence[float], clusters: Sequence[Any], null: float) -> float:
-    """The score test of the rate against ``null`` on the same effective size, t(K − 1)."""
+    """0/1 values: the beta-binomial LR test (``beta_binomial_rate``); else the score test of the rate
+    against ``null`` on the same effective size, t(K − 1)."""
+    counted = _counts(values, clusters)
+    if counted is not None:
+        p = beta_binomial_rate(*counted, null=null)[3]
+        assert p is not None
+        return p
     y = np.asarray(values, dtype=float)
     k = len(set(map(str, clusters)))
     p = float(y.mean())
