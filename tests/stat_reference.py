@@ -141,25 +141,54 @@ def difference(d: Sequence[float], clusters: Sequence[Any], level: float = 0.95)
     return m, max(-1.0, m - q * se), min(1.0, m + q * se), float(2 * stats.t.sf(abs(m) / se, k - 1))
 
 
-def dyadic_variance(values: Sequence[float], first: Sequence[Any], second: Sequence[Any]) -> float:
-    """Σ e_i·e_j over every two observations whose unit sets {first, second} intersect (i = j included),
-    × G/(G − 1) / N², by a double loop — no floor (the package's takes the max with the one-way CR2)."""
-    y = np.asarray(values, dtype=float)
-    e = y - y.mean()
+def _unit_sets(first: Sequence[Any], second: Sequence[Any]) -> tuple[list[set[str]], list[str]]:
     sets = [{str(a), str(b)} for a, b in zip(first, second, strict=True)]
-    shared = sum(e[i] * e[j] for i in range(len(y)) for j in range(len(y)) if sets[i] & sets[j])
-    g = len(set().union(*sets))
-    return float(shared * g / (g - 1) / len(y) ** 2)
+    return sets, sorted(set().union(*sets))
+
+
+def dyadic_variance(values: Sequence[float], first: Sequence[Any], second: Sequence[Any]) -> float:
+    """By loops over the pairs: Σ_units (Σ_{i cites u} e_i)² / (1 − N_u/N) − Σ_{two-unit dyads}
+    (Σ_{i in it} e_i)² / (1 − N_g/N), over N² — no floor (the package's takes the max with the one-way CR2)."""
+    y = np.asarray(values, dtype=float)
+    e, n = y - y.mean(), len(y)
+    sets, units = _unit_sets(first, second)
+    total = 0.0
+    for u in units:
+        idx = [i for i in range(n) if u in sets[i]]
+        total += sum(e[i] for i in idx) ** 2 / (1 - len(idx) / n)
+    for dyad in {frozenset(s) for s in sets if len(s) == 2}:
+        idx = [i for i in range(n) if sets[i] == dyad]
+        total -= sum(e[i] for i in idx) ** 2 / (1 - len(idx) / n)
+    return float(total / n**2)
+
+
+def dyadic_df(first: Sequence[Any], second: Sequence[Any]) -> float:
+    """Bell–McCaffrey df of that variance under independent pairs, from N × N matrices: Q = Σ_u c_u 1_u 1_u'
+    − Σ_g c_g 1_g 1_g', M = I − 11'/N, df = tr(MQM)² / tr(MQMMQM)."""
+    sets, units = _unit_sets(first, second)
+    n = len(sets)
+    q = np.zeros((n, n))
+    for u in units:
+        one = np.array([u in s for s in sets], dtype=float)
+        q += np.outer(one, one) / (1 - one.sum() / n)
+    for dyad in {frozenset(s) for s in sets if len(s) == 2}:
+        one = np.array([s == dyad for s in sets], dtype=float)
+        q -= np.outer(one, one) / (1 - one.sum() / n)
+    m = np.eye(n) - np.ones((n, n)) / n
+    mqm = m @ q @ m
+    return float(np.trace(mqm) ** 2 / np.trace(mqm @ mqm))
 
 
 def rate_dyadic(values: Sequence[float], first: Sequence[Any], second: Sequence[Any],
                 level: float = 0.95) -> tuple[float, float, float]:
-    """``rate`` with the dyadic variance (never below the one-way CR2 of the pairs of units), t(G − 1)."""
+    """Wilson with the dyadic variance (never below the one-way CR2 of the pairs of units), t on the
+    Bell–McCaffrey df (at most G − 1)."""
     y = np.asarray(values, dtype=float)
     dyads = [f"{min(str(a), str(b))}|{max(str(a), str(b))}" for a, b in zip(first, second, strict=True)]
     v = max(dyadic_variance(y, first, second), cr2_variance(y, dyads))
     g = len({str(a) for a in first} | {str(b) for b in second})
     p = float(y.mean())
     n_eff = _effective(len(y), p, v, g)
-    low, high = wilson_roots(p, n_eff, float(stats.t.ppf(0.5 + level / 2, g - 1)))
+    df = min(dyadic_df(first, second), g - 1)
+    low, high = wilson_roots(p, n_eff, float(stats.t.ppf(0.5 + level / 2, df)))
     return p, low, high

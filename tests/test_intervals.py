@@ -220,9 +220,8 @@ def test_integer_codes_number_clusters_as_labels_do_and_give_the_same_intervals(
 
 
 def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
-    """A pair cites two videos; pairs sharing either are correlated (issue 40: "by video" was the first's)."""
-    from tests import stat_reference
-
+    """A pair cites two videos; pairs sharing either are correlated (issue 40: "by video" was the first's):
+    the CR2-adjusted dyadic variance and the Bell–McCaffrey df, against loops and N × N matrices."""
     rng = np.random.default_rng(9)
     first = rng.integers(0, 6, 50)
     second = np.where(rng.random(50) < 0.3, first, rng.integers(0, 6, 50))  # some pairs within one video
@@ -234,7 +233,10 @@ def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
     one_way = stat_reference.cr2_variance(values, dyads)
     assert small_sample.dyadic_variance(sums, counts, members) == pytest.approx(max(by_loop, one_way), rel=1e-9)
     iv = cluster_mean(values, first.tolist(), second=second.tolist())
-    assert iv.df == len(set(first) | set(second)) - 1 and iv.p_sign_flip is None
+    assert iv.p_sign_flip is None
+    df = stat_reference.dyadic_df(first, second)
+    assert 1 < df < len(set(first) | set(second)) - 1 and iv.df == int(df)
+    assert (iv.low, iv.high) == pytest.approx(stat_reference.rate_dyadic(values, first, second)[1:], rel=1e-9)
 
 
 def test_a_rate_near_the_ceiling_from_few_clusters_carries_a_caution() -> None:

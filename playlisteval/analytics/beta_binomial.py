@@ -29,6 +29,7 @@ padded with them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,7 +92,7 @@ def distinct(sums: Array, counts: Array) -> Distinct:
     return s_u, n_u - s_u, n_u, w
 
 
-def _golden_max(fun, low: Array, high: Array, steps: int) -> tuple[Array, Array]:  # type: ignore[no-untyped-def]
+def _golden_max(fun: Callable[[Array], Array], low: Array, high: Array, steps: int) -> tuple[Array, Array]:
     """Element-wise golden-section search for the maximum of ``fun`` on [low, high]: (argmax, max)."""
     c, d = high - _GOLDEN * (high - low), low + _GOLDEN * (high - low)
     fc, fd = fun(c), fun(d)

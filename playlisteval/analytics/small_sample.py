@@ -21,7 +21,12 @@ the null value never sits beside p ≥ 1 − level.
   take if up to a Wilson upper bound of the pairs (0 of N observed) differed from it — width > 0.
 
 By video or playlist a question belongs to the units of *both* its segments: its cluster is the pair of
-units, and the variance is dyadic (``dyadic_variance``), on G − 1 df for G units.
+units, and the variance is dyadic (``dyadic.py``: CR2-adjusted, on Bell–McCaffrey's df).
+
+Rates of whole counts in one-way clusters (accuracies, shares of pairs) use neither Wilson nor the design
+effect any more: ``beta_binomial.py``'s profile likelihood (issue 40: near 0 % / 100 % with clustering the
+design effect came from a sample that had missed the bad clusters). Wilson with a design effect stays for
+dyadic clusters and for values that are not counts (nDCG).
 
 CR2 for a ratio mean is the intercept-only case of Bell & McCaffrey's estimator (the leverage of cluster g
 is N_g / N); with equal clusters it equals the usual K/(K − 1) correction (CR1).
@@ -36,7 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from playlisteval.analytics import beta_binomial
+from playlisteval.analytics import beta_binomial, dyadic
 
 RATE_METHOD = ("beta-binomial profile likelihood, signed root on t (Satterthwaite df, K − 1 below 10 clusters); "
                "by video: Wilson score interval with a dyadic design effect, t on V − 1 df")
@@ -58,12 +63,12 @@ DIFFERENCE_METHOD = "cluster-robust t (CR2 standard error) on K − 1 df; p from
 
 
 @functools.lru_cache(maxsize=4096)
-def t_quantile(df: int, level: float) -> float:
+def t_quantile(df: float, level: float) -> float:
     """The two-sided ``level`` quantile of Student's t on ``df`` degrees of freedom."""
     return float(stats.t.ppf(0.5 + level / 2, df))
 
 
-def t_p_value(statistic: float, df: int) -> float:
+def t_p_value(statistic: float, df: float) -> float:
     """Two-sided p of a t statistic on ``df`` degrees of freedom (1.0 for a statistic of 0)."""
     if statistic == 0:
         return 1.0
@@ -86,29 +91,22 @@ def cr2_variance(sums: NDArray[np.float64], counts: NDArray[np.float64],
 
 
 def dyadic_variance(sums: NDArray[np.float64], counts: NDArray[np.float64], members: NDArray[np.int64]) -> float:
-    """The variance of ΣS / ΣN when each cluster g is a *pair of units* (members[g] = its two units' codes,
-    equal when both segments lie in one video): a pair of questions is correlated when they share either
-    unit (issue 40: "by video" used the first segment's video only, though every pair cites two).
-
-    Dyadic-robust (Aronow, Samii & Assenova 2015; Cameron & Miller's multiway form): the sum of e_g·e_h
-    over every two clusters that share a unit is Σ_units (Σ_{g ∋ unit} e_g)² − Σ_{g: two units} e_g² (a
-    cluster with two units is otherwise counted once per unit), scaled by G/(G − 1) for G units. Never
-    below the one-way variance of the pairs of units themselves, which it must exceed in expectation."""
-    total = float(counts.sum())
-    residual = sums - float(sums.sum()) / total * counts
-    units = int(members.max()) + 1
-    by_unit = np.bincount(members[:, 0], weights=residual, minlength=units)
-    two = members[:, 0] != members[:, 1]
-    by_unit += np.bincount(members[two, 1], weights=residual[two], minlength=units)
-    shared = float(np.sum(by_unit**2) - np.sum(residual[two] ** 2))
-    g = unit_count(members)
-    dyadic = shared * g / (g - 1) / total**2 if g >= 2 else 0.0
-    return max(dyadic, cr2_variance(sums, counts))
+    """The variance of ΣS / ΣN when each cluster g is a *pair of units* (members[g] = its two units' codes):
+    the CR2-adjusted dyadic variance (``dyadic.variance``), never below the one-way variance of the pairs
+    of units themselves, which it must exceed in expectation."""
+    return max(dyadic.variance(sums, counts, members), cr2_variance(sums, counts))
 
 
 def unit_count(members: NDArray[np.int64]) -> int:
-    """How many distinct units the clusters' members name (the dyadic df is this − 1)."""
-    return len(np.unique(members))
+    """How many distinct units the clusters' members name."""
+    return dyadic.unit_count(members)
+
+
+def _df(sums: NDArray[np.float64], counts: NDArray[np.float64], members: NDArray[np.int64] | None) -> float:
+    """The t's df: K − 1 for one-way clusters; for dyadic ones Bell–McCaffrey's (``dyadic``)."""
+    if members is None:
+        return float(len(sums) - 1)
+    return min(dyadic.degrees_of_freedom(counts, members), float(unit_count(members) - 1))
 
 
 def wilson(p: float, n_eff: float, q: float) -> tuple[float, float]:
@@ -158,15 +156,16 @@ def rate(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, n
     if likelihood_applies(sums, counts, members):  # counts in one-way clusters: beta_binomial.py (why)
         return rates_by_likelihood([(sums, counts, null)], level)[0]
     n_eff = effective_n(sums, counts, members)
-    q = t_quantile(k - 1, level)
+    df = _df(sums, counts, members)
+    q = t_quantile(df, level)
     low, high = wilson(p, n_eff, q)
     p_value = None
     if null is not None:
         if null in (0.0, 1.0):
             p_value = 1.0 if p == null else 0.0  # a rate of exactly 0 or 1 under the null cannot be otherwise
         else:
-            p_value = t_p_value((p - null) / math.sqrt(null * (1 - null) / n_eff), k - 1)
-    return low, high, p_value, k - 1
+            p_value = t_p_value((p - null) / math.sqrt(null * (1 - null) / n_eff), df)
+    return low, high, p_value, max(1, int(df))
 
 
 def likelihood_applies(sums: NDArray[np.float64], counts: NDArray[np.float64],
@@ -216,10 +215,12 @@ def difference(sums: NDArray[np.float64], counts: NDArray[np.float64], level: fl
     total = float(counts.sum())
     d = float(sums.sum()) / total
     se = math.sqrt(cr2_variance(sums, counts, members))
-    q = t_quantile(k - 1, level)
+    df = _df(sums, counts, members)
+    q = t_quantile(df, level)
+    whole = max(1, int(df))
     lo, hi = bounds
     if se > 1e-12 * max(1.0, abs(d)):
-        return max(lo, d - q * se), min(hi, d + q * se), t_p_value((d - null) / se, k - 1), k - 1
+        return max(lo, d - q * se), min(hi, d + q * se), t_p_value((d - null) / se, df), whole
     # every cluster's mean is d: the interval is how far the mean could move if up to a Wilson bound of the
     # N observations (0 of N seen) lay elsewhere in the bounds; the p-value inverts that bound
     def share(quantile: float) -> float:
@@ -227,9 +228,9 @@ def difference(sums: NDArray[np.float64], counts: NDArray[np.float64], level: fl
 
     low, high = max(lo, d - (d - lo) * share(q)), min(hi, d + (hi - d) * share(q))
     if abs(d - null) <= 1e-12:
-        return low, high, 1.0, k - 1
+        return low, high, 1.0, whole
     room = (d - lo) if null < d else (hi - d)
     needed = abs(d - null) / room if room > 0 else 1.0  # the share of moved observations that reaches null
     if needed >= 1:
-        return low, high, 0.0, k - 1
-    return low, high, t_p_value(math.sqrt(total * needed / (1 - needed)), k - 1), k - 1
+        return low, high, 0.0, whole
+    return low, high, t_p_value(math.sqrt(total * needed / (1 - needed)), df), whole
