@@ -155,7 +155,8 @@ def dyadic_variance(values: Sequence[float], first: Sequence[Any], second: Seque
     total = 0.0
     for u in units:
         idx = [i for i in range(n) if u in sets[i]]
-        total += sum(e[i] for i in idx) ** 2 / (1 - len(idx) / n)
+        if len(idx) < n:  # a unit in every pair: Σ e = 0, leverage 1 — it adds nothing
+            total += sum(e[i] for i in idx) ** 2 / (1 - len(idx) / n)
     for dyad in {frozenset(s) for s in sets if len(s) == 2}:
         idx = [i for i in range(n) if sets[i] == dyad]
         total -= sum(e[i] for i in idx) ** 2 / (1 - len(idx) / n)
@@ -170,13 +171,15 @@ def dyadic_df(first: Sequence[Any], second: Sequence[Any]) -> float:
     q = np.zeros((n, n))
     for u in units:
         one = np.array([u in s for s in sets], dtype=float)
-        q += np.outer(one, one) / (1 - one.sum() / n)
+        if one.sum() < n:  # a unit in every pair adds nothing (as in dyadic_variance)
+            q += np.outer(one, one) / (1 - one.sum() / n)
     for dyad in {frozenset(s) for s in sets if len(s) == 2}:
         one = np.array([s == dyad for s in sets], dtype=float)
         q -= np.outer(one, one) / (1 - one.sum() / n)
     m = np.eye(n) - np.ones((n, n)) / n
     mqm = m @ q @ m
-    return float(np.trace(mqm) ** 2 / np.trace(mqm @ mqm))
+    trace = float(np.trace(mqm))
+    return trace**2 / float(np.trace(mqm @ mqm)) if trace > 0 else np.inf  # no terms: G − 1 (rate_dyadic)
 
 
 def rate_dyadic(values: Sequence[float], first: Sequence[Any], second: Sequence[Any],

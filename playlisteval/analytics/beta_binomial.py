@@ -109,8 +109,12 @@ def _golden_max(fun: Callable[[Array], Array], low: Array, high: Array, steps: i
 
 def profile(mu: Array, data: Distinct) -> tuple[Array, Array]:
     """(max over θ of the log-likelihood at ``mu``, the θ that attains it — ∞ for the binomial)."""
-    log_theta, best = _golden_max(lambda x: log_likelihood(mu, np.exp(x), data),
-                                  np.full(mu.shape, LOG_THETA[0]), np.full(mu.shape, LOG_THETA[1]), THETA_STEPS)
+    low, high = np.full(mu.shape, LOG_THETA[0]), np.full(mu.shape, LOG_THETA[1])
+    log_theta, best = _golden_max(lambda x: log_likelihood(mu, np.exp(x), data), low, high, THETA_STEPS)
+    # golden section never evaluates the ends: the lowest θ (the highest ICC) can be the maximum (a few
+    # clusters, all alike), and the bounds must see it
+    at_low = log_likelihood(mu, np.exp(low), data)
+    log_theta, best = np.where(at_low > best, low, log_theta), np.maximum(best, at_low)
     binomial = _binomial(mu, data)
     return np.maximum(best, binomial), np.where(binomial >= best, np.inf, np.exp(log_theta))
 

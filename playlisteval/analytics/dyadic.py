@@ -48,7 +48,8 @@ def variance(sums: Array, counts: Array, members: NDArray[np.int64]) -> float:
     per_unit, two, units = _shares(counts, members)
     by_unit = np.bincount(members[:, 0], weights=residual, minlength=units)
     by_unit += np.bincount(members[two, 1], weights=residual[two], minlength=units)
-    cited = per_unit > 0
+    # a unit in every pair has a total residual of 0 (Σ e = 0) and a leverage of 1: it adds nothing
+    cited = (per_unit > 0) & (per_unit < total)
     unit_terms = by_unit[cited] ** 2 / (1.0 - per_unit[cited] / total)
     pair_terms = residual[two] ** 2 / (1.0 - counts[two] / total)
     return float(np.sum(unit_terms) - np.sum(pair_terms)) / total**2
@@ -61,7 +62,8 @@ def degrees_of_freedom(counts: Array, members: NDArray[np.int64]) -> float:
     units' block (pairs two units share), a two-unit cluster's column meets its two units and itself."""
     total = float(counts.sum())
     per_unit, two, units = _shares(counts, members)
-    c_unit = np.where(per_unit > 0, 1.0 / (1.0 - per_unit / total), 0.0)
+    inside = (per_unit > 0) & (per_unit < total)  # a unit in every pair adds nothing (``variance``)
+    c_unit = np.where(inside, 1.0 / np.where(inside, 1.0 - per_unit / total, 1.0), 0.0)
     n_two = counts[two]
     c_two = -1.0 / (1.0 - n_two / total)
     a, b = members[two, 0], members[two, 1]
@@ -83,4 +85,4 @@ def degrees_of_freedom(counts: Array, members: NDArray[np.int64]) -> float:
                 + float(np.sum(c_two**2 * n_two * n_two**2)))
     outer = float(np.sum(c_unit * per_unit**2) + np.sum(c_two * n_two**2))
     second = squares - 2 * products / total + outer**2 / total**2
-    return trace * trace / second if second > 0 else float(unit_count(members) - 1)
+    return trace * trace / second if second > 0 and trace > 0 else float(unit_count(members) - 1)

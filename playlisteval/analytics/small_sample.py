@@ -139,6 +139,14 @@ def effective_n(sums: NDArray[np.float64], counts: NDArray[np.float64],
     return total / deff
 
 
+def _two_units(members: NDArray[np.int64] | None) -> NDArray[np.int64] | None:
+    """Dyadic members, or None when every cluster lies in one unit (both segments in one playlist): the
+    clusters are then plainly one-way, one per unit, and get the one-way methods."""
+    if members is None or bool(np.any(members[:, 0] != members[:, 1])):
+        return members
+    return None
+
+
 def _clusters(sums: NDArray[np.float64], members: NDArray[np.int64] | None) -> int:
     """K of the t's K − 1 df: the clusters, or with dyadic clusters the units they name."""
     return len(sums) if members is None else unit_count(members)
@@ -147,6 +155,7 @@ def _clusters(sums: NDArray[np.float64], members: NDArray[np.int64] | None) -> i
 def rate(sums: NDArray[np.float64], counts: NDArray[np.float64], level: float, null: float | None,
          members: NDArray[np.int64] | None = None) -> tuple[float | None, float | None, float | None, int]:
     """(low, high, p against ``null`` or None, df) of the rate ΣS / ΣN; no interval with one cluster."""
+    members = _two_units(members)
     k = _clusters(sums, members)
     if k < 2 or len(sums) < 2:
         return None, None, None, 0
@@ -209,6 +218,7 @@ def difference(sums: NDArray[np.float64], counts: NDArray[np.float64], level: fl
                bounds: tuple[float, float] = (-1.0, 1.0), members: NDArray[np.int64] | None = None
                ) -> tuple[float | None, float | None, float | None, int]:
     """(low, high, p against ``null``, df) of the mean ΣD / ΣN of values within ``bounds``."""
+    members = _two_units(members)
     k = _clusters(sums, members)
     if k < 2 or len(sums) < 2:
         return None, None, None, 0
