@@ -11,11 +11,14 @@ Everything here is simulated; nothing reads a store. The sections:
    percentile bootstrap of ``analytics/bootstrap.py`` and an interval that ignores the clusters — and a
    PROTOTYPE that the report does not use, the cluster bootstrap-t (``cluster_bootstrap_t``), measured as a
    candidate for the cells where the report's method misses the target (near-ceiling rates with ICC > 0).
-   The report's methods are called as they are (``small_sample.rate`` / ``small_sample.difference``, what
-   ``intervals.interval_from_sums`` computes after ordering the clusters), one study at a time.
+   The report's rate is the beta-binomial profile likelihood (``beta_binomial.intervals``) of all studies
+   of a cell at once — row for row the arithmetic ``small_sample.rate`` does for one study, checked equal to
+   it on the first studies — beside the Wilson-with-design-effect interval it replaced ([old]); the paired
+   difference is ``small_sample.difference``, one study at a time.
 1b. **"By video"**: the clusters are V = 10, 20, 40 videos and each pair cites two of them — the report's
-   dyadic variance (``small_sample.rate`` with ``members``, checked against ``intervals.cluster_mean(…,
-   second=…)``) beside the old first-video-only clusters, pairs of videos as clusters, and no clusters.
+   dyadic variance with the CR2 adjustment on Bell–McCaffrey df (``small_sample.rate`` with ``members``,
+   checked against ``intervals.cluster_mean(…, second=…)``) beside the dyadic variance it replaced
+   (G/(G − 1), t(V − 1)), the old first-video-only clusters, pairs of videos as clusters, and no clusters.
 2. **Size of a rate's test against a null** (a shortcut against 50 %): how often p < 0.05 when the truth
    is exactly 50 %.
 3. **Holm over 17 judges** (136 judge − judge pairs, 630 pairs in 28 clusters — 7 domains × 4 playlists —
@@ -46,7 +49,10 @@ checked against the library's own functions (the line "vectorised copies checked
 largest difference; the bench exits 1 if any differs by 1e-9 or more).
 
     .venv/bin/python -m bench science [--reps 2000] [--holm-reps 1000] [--resamples 2000] [--seed 40]
-                                      [--out build/bench/science.json]
+                                      [--out build/bench/science.json] [--only coverage,video,null,holm,correlation]
+
+Each section draws from its own random stream (spawned from the seed), so ``--only`` prints the very
+numbers a full run prints for those sections.
 """
 
 from __future__ import annotations
@@ -846,7 +852,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(6/π)·asin(ρ/2)): coverage (%) of 95 % intervals, {args.reps:,} studies a cell")
     print("\n".join(correlation_lines(corr)))
     print(f"\nvectorised copies checked against the library (analytics/bootstrap.py, "
-          f"correlation.bootstrap_correlations, small_sample.difference's p) on the first {CHECKED} studies of "
+          f"correlation.bootstrap_correlations, small_sample.difference's p, small_sample.rate's beta-binomial) on "
+          f"the first {CHECKED} studies of "
           f"every cell: {len(checks)} checks, "
           f"largest |difference| {max(checks, default=0.0):.1e}")
     print(f"report methods at K ≥ {TARGET_K}: {total - len(outside)} of {total} cells within "
