@@ -3,9 +3,10 @@
 A benchmark's pairs come from fewer questions, and the pairs of one question are correlated (the same
 evidence, the same gold answer). So every rate (an accuracy, a Hit@k, an nDCG) is a ratio
 ``Σ value / Σ count`` over *clusters* (questions by default; videos or playlists on request), and its
-interval accounts for the clusters: a rate in [0, 1] gets Wilson's score interval on its effective size
-(design effect from the cluster-robust variance), a paired difference a cluster-robust t — both on K − 1
-degrees of freedom, so that they still hold with the few playlists of a domain (``small_sample``: why,
+interval accounts for the clusters: a rate of counts gets the beta-binomial profile-likelihood interval,
+another rate in [0, 1] Wilson's score interval on its effective size (design effect from the
+cluster-robust variance), a paired difference a cluster-robust t — all on small-sample df, so that they
+still hold with the few playlists of a domain (``small_sample``: why,
 and how it was measured). Each p-value is its interval's own test, so the two never disagree; a paired
 difference also carries the exact sign-flip p over its clusters (``sign_flips``) as a check.
 
@@ -153,8 +154,9 @@ def interval_from_sums(sums: ArrayLike, counts: ArrayLike, *, seed: int = 0, res
                        computed: tuple[float, float, float | None, int] | None = None) -> Interval:
     """The rate Σ sums / Σ counts of K clusters with its interval (and, with ``null``, its p-value).
 
-    ``kind``: "rate" (values in [0, 1]: Wilson with a design effect) or "difference" (paired a − b in
-    [−1, 1]: cluster-robust t, with the sign-flip check); None: a difference when tested against 0 or when
+    ``kind``: "rate" (values in [0, 1]: the beta-binomial for counts, else Wilson with a design effect) or
+    "difference" (paired a − b in [−1, 1]: cluster-robust t, with the sign-flip check);
+    None: a difference when tested against 0 or when
     some cluster's mean lies outside [0, 1], else a rate. ``seed``/``resamples`` serve the sign-flip check
     only when it can be neither enumerated nor computed exactly. ``members``: for clusters that are pairs of
     units (a pair's two videos), each one's two unit codes — the variance is then dyadic

@@ -44,7 +44,7 @@ from scipy import stats
 from playlisteval.analytics import beta_binomial, dyadic
 
 RATE_METHOD = ("beta-binomial profile likelihood, signed root on t (Satterthwaite df, K − 1 below 10 clusters); "
-               "by video: Wilson score interval with a dyadic design effect, t on V − 1 df")
+               "by video: Wilson score interval with a CR2 dyadic design effect, t on Bell–McCaffrey df")
 FEW_CLUSTERS = 10  # below: a rate's design effect is at least 1 (effective_n)
 CEILING = 0.9  # a rate this close to 0 or 1 …
 CEILING_CLUSTERS = 100  # … from fewer clusters carries a caution (near_ceiling)
