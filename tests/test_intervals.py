@@ -240,8 +240,9 @@ def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
 
 
 def test_a_rate_near_the_ceiling_from_few_clusters_carries_a_caution() -> None:
-    """bench science: a 97 % judge whose errors sit in a few questions is covered 72–93 % at 10–40 clusters;
-    the interval says so rather than pass for a 95 % one."""
+    """bench science: a 97 % judge whose errors sit in a few questions was covered 72–93 % at 10–40 clusters
+    by Wilson with a design effect; the beta-binomial holds in a beta-binomial simulation, its own model —
+    the interval still says that it leans on it."""
     perfect = cluster_mean(np.ones(40), np.arange(40))
     assert perfect.caution is not None and "100 %" in perfect.caution and "caution" in perfect.as_dict()
     assert cluster_mean(np.zeros(40), np.arange(40)).caution is not None

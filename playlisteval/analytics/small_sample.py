@@ -51,10 +51,12 @@ CEILING_CLUSTERS = 100  # … from fewer clusters carries a caution (near_ceilin
 
 
 def near_ceiling(estimate: float, clusters: int) -> str | None:
-    """A caution for a rate near 0 % or 100 % from few clusters, where no interval computed from the sample
-    can be trusted to hold: if a judge's errors sit in a few questions, a sample that missed them shows a
-    higher rate *and* less variation. Measured (``python -m bench science``, docs/statistics.md): a 97 %
-    judge with ICC 0.1–0.3 is covered 72–90 % at 10 clusters and 87–93 % at 40."""
+    """A caution for a rate near 0 % or 100 % from few clusters: if a judge's errors sit in a few questions,
+    a sample that missed them shows a higher rate *and* less variation. The Wilson-with-design-effect
+    interval was covered 72–90 % there (a 97 % judge, ICC 0.1–0.3, 10 clusters); the beta-binomial
+    interval now used for counts holds 94.9–96.7 % in the same simulation (docs/statistics.md) — but that
+    simulation's clusters are beta-binomial, the model's own case, so the caution stays until a bench
+    study with another distribution of cluster accuracies says how far it carries."""
     if clusters >= CEILING_CLUSTERS or 1 - CEILING < estimate < CEILING:
         return None
     return (f"near {'100' if estimate >= CEILING else '0'} % from {clusters} clusters (< {CEILING_CLUSTERS}): "
