@@ -35,15 +35,14 @@ def wilson_roots(p: float, n: float, q: float) -> tuple[float, float]:
 
 
 def _counts(values: Sequence[float], clusters: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per cluster (successes, trials) when every value is 0 or 1 (the package's beta-binomial case)."""
+    """Per cluster (successes, trials) when every cluster's sum is a whole number — the documented rule
+    (docs/statistics.md) for a rate that gets the beta-binomial; None otherwise (Wilson with a design effect)."""
     y = np.asarray(values, dtype=float)
-    if not np.all((y == 0) | (y == 1)):
-        return None
     labels = [str(c) for c in clusters]
     keys = sorted(set(labels))
     s = np.array([sum(v for v, c in zip(y, labels, strict=True) if c == g) for g in keys])
     n = np.array([labels.count(g) for g in keys], dtype=float)
-    return s, n
+    return (s, n) if np.all(s == np.round(s)) else None
 
 
 def _profile(mu: float, s: np.ndarray, n: np.ndarray) -> tuple[float, float]:
@@ -92,8 +91,8 @@ def beta_binomial_rate(s: np.ndarray, n: np.ndarray, level: float = 0.95, null: 
 
 
 def rate(values: Sequence[float], clusters: Sequence[Any], level: float = 0.95) -> tuple[float, float, float]:
-    """(estimate, low, high): for 0/1 values the beta-binomial profile interval (``beta_binomial_rate``);
-    else Wilson on N / deff with t(K − 1), deff 1 where the variance is 0."""
+    """(estimate, low, high): for whole-number cluster sums the beta-binomial profile interval
+    (``beta_binomial_rate``); else Wilson on N / deff with t(K − 1), deff 1 where the variance is 0."""
     counted = _counts(values, clusters)
     if counted is not None:
         return beta_binomial_rate(*counted, level)[:3]
@@ -115,7 +114,7 @@ def _effective(n: int, p: float, v: float, k: int) -> float:
 
 
 def rate_p(values: Sequence[float], clusters: Sequence[Any], null: float) -> float:
-    """0/1 values: the beta-binomial LR test (``beta_binomial_rate``); else the score test of the rate
+    """Whole-number cluster sums: the beta-binomial LR test (``beta_binomial_rate``); else the score test of the rate
     against ``null`` on the same effective size, t(K − 1)."""
     counted = _counts(values, clusters)
     if counted is not None:

@@ -30,7 +30,8 @@ def test_a_tiny_run_prints_every_section_labelled_simulated(tmp_path: Path, caps
     kinds = len(science.RATES) + len(science.DIFFERENCES)
     assert len(rows) == 2 * len(science.ICCS) * kinds
     for row in rows:
-        assert len(row["methods"]) == 4 and row["widths"].keys() == row["methods"].keys()
+        kind = science.METHODS_RATE if row["interval"].endswith("(rate)") else science.METHODS_DIFF
+        assert list(row["methods"]) == list(kind) and row["widths"].keys() == row["methods"].keys()
         for cells in row["methods"].values():
             assert sorted(int(k) for k in cells) == list(science.CLUSTERS)
             assert all(0 <= v <= 100 for v in cells.values())
