@@ -30,7 +30,8 @@ def test_a_tiny_run_prints_every_section_labelled_simulated(tmp_path: Path, caps
     kinds = len(science.RATES) + len(science.DIFFERENCES)
     assert len(rows) == 2 * len(science.ICCS) * kinds
     for row in rows:
-        assert len(row["methods"]) == 4 and row["widths"].keys() == row["methods"].keys()
+        kind = science.METHODS_RATE if row["interval"].endswith("(rate)") else science.METHODS_DIFF
+        assert list(row["methods"]) == list(kind) and row["widths"].keys() == row["methods"].keys()
         for cells in row["methods"].values():
             assert sorted(int(k) for k in cells) == list(science.CLUSTERS)
             assert all(0 <= v <= 100 for v in cells.values())
@@ -69,6 +70,20 @@ def test_the_vectorised_cluster_t_is_small_sample_difference() -> None:
     d[1] = 0.0  # no difference anywhere: p = 1
     want = [small_sample.difference(row, counts, 0.95, 0.0)[2] for row in d]
     assert science.cluster_t_p(d, counts) == pytest.approx(want, abs=1e-12)
+
+
+def test_the_batched_rate_is_small_sample_rate_study_by_study() -> None:
+    """The bench computes a cell's beta-binomial intervals in one array; each study alone through the
+    library gives the very same numbers (the sums are left to right, so padding and batch size cannot
+    change a rounding — and with it a search's path)."""
+    rng = np.random.default_rng(12)
+    for k, unequal in ((4, False), (10, True)):
+        counts = science.cluster_sizes(k, unequal=unequal).astype(np.float64)
+        sums = science.simulate_rate(rng, 0.9, 0.3, counts.astype(np.int64), 6)
+        sums[0] = counts  # every pair right
+        low, high, p = science.report_rate(sums, counts, null=0.5)
+        for i, row in enumerate(sums):
+            assert (low[i], high[i], p[i]) == small_sample.rate(row, counts, 0.95, 0.5)[:3]
 
 
 def test_percentiles_and_bootstrap_are_the_library_s() -> None:

@@ -11,6 +11,8 @@ from scipy import linalg, stats
 from playlisteval.analytics import intervals, sign_flips, small_sample
 from playlisteval.analytics.intervals import cluster_difference, cluster_mean, cluster_sums
 
+from . import stat_reference
+
 
 def _cr2_by_matrices(values: np.ndarray, clusters: np.ndarray) -> float:
     """The CR2 variance of an intercept-only regression (the pooled mean), written as the sandwich with
@@ -67,23 +69,48 @@ def test_wilson_matches_scipy_with_the_t_quantile_as_z() -> None:
         assert (low, high) == pytest.approx((ref.low, ref.high), abs=1e-12)
 
 
-def test_rate_interval_is_wilson_on_the_effective_size_and_never_degenerate() -> None:
+def test_rate_of_fractional_values_is_wilson_on_the_effective_size() -> None:
+    """Values that are not counts (nDCG, half credit) keep Wilson's interval on N / deff (deff from the CR2
+    sandwich), t(K − 1). (A cluster's sum decides: sums of whole numbers are counts.)"""
     rng = np.random.default_rng(2)
-    clusters = np.repeat(np.arange(12), 10)
-    values = np.repeat((rng.random(12) < 0.6).astype(float), 10)  # every pair of a question alike
+    clusters = np.repeat(np.arange(12), 7)
+    values = np.repeat(rng.choice([0.0, 0.5, 1.0], size=12), 7)  # every pair of a question alike
+    assert np.any(cluster_sums(values, clusters)[0] % 1 == 0.5)
     iv = cluster_mean(values, clusters)
-    sums, counts = cluster_sums(values, clusters)
     p = values.mean()
     n_eff = len(values) * (p * (1 - p) / len(values)) / _cr2_by_matrices(values, clusters)
-    assert n_eff == pytest.approx(12 * 11 / 12 * 12 / 11, rel=0.2)  # ~ one observation per question
     assert (iv.low, iv.high) == pytest.approx(small_sample.wilson(p, n_eff, small_sample.t_quantile(11, 0.95)))
     assert iv.method == small_sample.RATE_METHOD
-    # 40 of 40 right in 40 questions: not [100, 100]; Wilson's bound with t(39)
+
+
+def test_rate_of_counts_is_the_beta_binomial_profile_interval() -> None:
+    """0/1 values in clusters: the package's profile-likelihood interval and LR p equal scipy's betabinom
+    pmfs maximised by scipy's own optimisers (stat_reference), to the searches' precision."""
+    rng = np.random.default_rng(5)
+    for case in range(10):
+        k = int(rng.integers(2, 30))
+        sizes = rng.integers(1, 40, k)
+        mu = float(rng.choice([0.3, 0.7, 0.95, 0.99]))
+        p = rng.beta(mu * 3, (1 - mu) * 3, k) if case % 2 else np.full(k, mu)
+        s = rng.binomial(sizes, p).astype(float)
+        got = small_sample.rate(s, sizes.astype(float), 0.95, 0.5)
+        _, low, high, p_value = stat_reference.beta_binomial_rate(s, sizes.astype(float), null=0.5)
+        assert got[:3] == pytest.approx((low, high, p_value), abs=1e-4, rel=1e-3), (case, s, sizes)
+
+
+def test_rate_of_counts_is_never_degenerate() -> None:
+    """40 of 40 right in 40 questions of one pair each: the binomial likelihood-ratio bound
+    μ^40 = exp(−z²/2) (no overdispersion can be seen in clusters of one), not [100, 100]."""
+    z = stats.norm.ppf(0.975)
     perfect = cluster_mean(np.ones(40), np.arange(40))
-    assert perfect.high == 1.0 and 0.88 < perfect.low < 0.92
+    assert perfect.high == 1.0 and perfect.low == pytest.approx(np.exp(-z * z / 2 / 40), abs=1e-6)
     none = cluster_mean(np.zeros(40), np.arange(40))
-    assert none.low == 0.0 and 0.08 < none.high < 0.12
-    for got in (iv, perfect, none):
+    assert none.low == 0.0 and none.high == pytest.approx(1 - np.exp(-z * z / 2 / 40), abs=1e-6)
+    # ten questions of six pairs each, all right: any μ whose clusters could all be perfect (a high ICC)
+    # stays in: the bound is far below the binomial one of 60 pairs
+    ten = cluster_mean(np.ones(60), np.repeat(np.arange(10), 6))
+    assert ten.high == 1.0 and ten.low < np.exp(-z * z / 2 / 60) - 0.05
+    for got in (perfect, none, ten):
         assert 0.0 <= got.low < got.high <= 1.0
 
 
@@ -193,9 +220,8 @@ def test_integer_codes_number_clusters_as_labels_do_and_give_the_same_intervals(
 
 
 def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
-    """A pair cites two videos; pairs sharing either are correlated (issue 40: "by video" was the first's)."""
-    from tests import stat_reference
-
+    """A pair cites two videos; pairs sharing either are correlated (issue 40: "by video" was the first's):
+    the CR2-adjusted dyadic variance and the Bell–McCaffrey df, against loops and N × N matrices."""
     rng = np.random.default_rng(9)
     first = rng.integers(0, 6, 50)
     second = np.where(rng.random(50) < 0.3, first, rng.integers(0, 6, 50))  # some pairs within one video
@@ -207,12 +233,16 @@ def test_dyadic_variance_counts_every_two_pairs_that_share_a_video() -> None:
     one_way = stat_reference.cr2_variance(values, dyads)
     assert small_sample.dyadic_variance(sums, counts, members) == pytest.approx(max(by_loop, one_way), rel=1e-9)
     iv = cluster_mean(values, first.tolist(), second=second.tolist())
-    assert iv.df == len(set(first) | set(second)) - 1 and iv.p_sign_flip is None
+    assert iv.p_sign_flip is None
+    df = stat_reference.dyadic_df(first, second)
+    assert 1 < df < len(set(first) | set(second)) - 1 and iv.df == int(df)
+    assert (iv.low, iv.high) == pytest.approx(stat_reference.rate_dyadic(values, first, second)[1:], rel=1e-9)
 
 
 def test_a_rate_near_the_ceiling_from_few_clusters_carries_a_caution() -> None:
-    """bench science: a 97 % judge whose errors sit in a few questions is covered 72–93 % at 10–40 clusters;
-    the interval says so rather than pass for a 95 % one."""
+    """bench science: a 97 % judge whose errors sit in a few questions was covered 72–93 % at 10–40 clusters
+    by Wilson with a design effect; the beta-binomial holds in a beta-binomial simulation, its own model —
+    the interval still says that it leans on it."""
     perfect = cluster_mean(np.ones(40), np.arange(40))
     assert perfect.caution is not None and "100 %" in perfect.caution and "caution" in perfect.as_dict()
     assert cluster_mean(np.zeros(40), np.arange(40)).caution is not None

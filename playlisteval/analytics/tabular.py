@@ -132,8 +132,10 @@ def pivot(rows: Sequence[dict[str, Any]], row_key: str, col_key: str, value_key:
 def interval_label(seed: int, resamples: int, level: float, unit: str) -> str:
     """How every interval and p-value of a page was computed (rates.Bootstrap's ``label``; here, without
     NumPy, so that a report whose sections are kept can say it, issue 26)."""
-    return (f"{round(100 * level)} % intervals over {unit}s, on K − 1 df (K {unit}s): rates by Wilson's score "
-            f"interval with the clusters' design effect, differences by a cluster-robust (CR2) t; each p is its "
+    return (f"{round(100 * level)} % intervals over {unit}s (K {unit}s): rates of counts by the beta-binomial "
+            f"profile likelihood (t on Satterthwaite's df, K − 1 below 10 {unit}s), other rates by Wilson's score "
+            f"interval with the clusters' design effect, differences by a cluster-robust (CR2) t on K − 1 df; "
+            f"each p is its "
             f"interval's own test (paired differences also checked by an exact sign-flip test over {unit}s, "
             f"seed {seed} where it must draw {resamples}); † a rate near 0 or 100 % from fewer than 100 {unit}s: "
             f"its interval may be too narrow if the errors sit in a few {unit}s")

@@ -244,10 +244,10 @@ def leaderboard(ctx: click.Context, benchmark: str | None, version: int | None, 
     """Print the judge leaderboard: accuracy with retrieved and uniform evidence, and the difference.
 
     Every rate carries a 95 % interval clustered by question ([analytics] bootstrap_unit: question, video
-    or playlist; confidence): Wilson's score interval on the clusters' effective size, with the t quantile
-    of K − 1 df so that it holds with few clusters. The difference (retrieved − uniform, over the pairs
-    judged both ways) carries a cluster-robust t interval and its p-value (an exact sign-flip p beside it in
-    --json); judge − judge p-values are Holm-adjusted over every pair of judges.
+    or playlist; confidence): the beta-binomial profile-likelihood interval (t on Satterthwaite's df, K − 1
+    below 10 clusters) so that it holds with few clusters and near 100 %. The difference (retrieved −
+    uniform, over the pairs judged both ways) carries a cluster-robust t interval and its p-value (an exact
+    sign-flip p beside it in --json); judge − judge p-values are Holm-adjusted over every pair of judges.
     """
     if version is not None:
         from playlisteval.commands.versions import print_frozen_leaderboard
