@@ -61,7 +61,8 @@ def annotation_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
     in_bench = col(BenchmarkPair.benchmark_id) == bench.id
     of_bench = select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
     sets_of = select(Pair.set_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
-    with read(engine) as s:
+    with read(engine) as session:
+        s = session.connection()  # Core rows: the ORM's per-row loading is not needed for plain columns
         # an item's answer set: its pairs' (one per item; were there two, the one of its last pair)
         sets = {int(item): int(set_id) for item, set_id, _ in s.execute(
             sa.select(col(Pair.item_id), col(Pair.set_id), func.max(col(Pair.id)).label("last_pair"))
@@ -75,7 +76,7 @@ def annotation_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
                 sa.select(col(Answer.set_id), col(Answer.rating), col(Answer.degraded_weight), col(Answer.record))
                 .where(col(Answer.set_id).in_(sets_of))).all():
             answers.setdefault(int(set_id), {})[int(rating)] = (weight, record)
-        keys = question_keys_of(s, of_bench)
+        keys = question_keys_of(session, of_bench)
     described = domain_descriptions(engine)
     rows = []
     for item_id, set_id in sets.items():

@@ -14,7 +14,11 @@ are those the pair-by-pair build gave (tests/test_rows_set_based.py checks it ag
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -76,16 +80,78 @@ def video_ref(path: str, sha256: str | None, root: Path) -> dict[str, str]:
     return {"video_id": f"v-{stable}", "video_path": rel, "video_sha256": digest}
 
 
+#: a row's fields, in the order export has always written them
+FIELDS = ("pair_id", "question_id", "domain", "question", "keyword", "bloom_row", "bloom_column", "answer_a",
+          "answer_b", "label", "a_is_better", "chosen", "rejected", "chosen_rating", "rejected_rating", "gap",
+          "gold_answer", "segments", "weak_judges")
+#: a JSON Lines row as ``json.dumps(row, ensure_ascii=False)`` writes it (", " between items, ": " after a key),
+#: one %s per field's encoded value
+_LINE = "".join(("{" if i == 0 else ", ") + json.dumps(name) + ": %s" for i, name in enumerate(FIELDS)) + "}\n"
+
+
+@dataclass
+class Rows:
+    """A benchmark's pairs as gathered from the store, in export order, each a tuple of ``FIELDS``' values;
+    ``dicts`` gives the rows, ``lines`` the same rows as data/test.jsonl's lines."""
+
+    values: list[tuple[Any, ...]]
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+    def domains(self) -> set[str]:
+        return {str(v[2]) for v in self.values}
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(FIELDS, v, strict=True)) for v in self.values]
+
+    def lines(self) -> Iterator[str]:
+        """Each row's line, byte for byte ``json.dumps(row, ensure_ascii=False) + "\\n"``: the encoder writes a
+        dict with text keys as its keys and values encoded and joined (``_LINE``), a text value with
+        ``encode_basestring`` (what it uses when ``ensure_ascii`` is off), an int with ``int.__repr__`` and a bool
+        as true / false. What pairs share (a question's texts and segments, an answer's stripped text: one
+        object each) is encoded once, not once per pair."""
+        dumps = json.JSONEncoder(ensure_ascii=False).encode
+        text = encode_basestring
+        memo: dict[int, str] = {}
+        keep: list[Any] = []  # the shared objects stay alive while their ids key ``memo``
+
+        def once(value: Any) -> str:
+            found = memo.get(id(value))
+            if found is None:
+                found = memo[id(value)] = dumps(value)
+                keep.append(value)
+            return found
+
+        def number(value: Any) -> str:
+            return int.__repr__(value) if type(value) is int else dumps(value)
+
+        for (key, qkey, domain, question, keyword, bloom_row, bloom_column, answer_a, answer_b, label, a_is_better,
+             chosen, rejected, better, worse, gap, gold, segments, weak) in self.values:
+            yield _LINE % (text(key), once(qkey), once(domain), once(question), once(keyword), once(bloom_row),
+                           once(bloom_column), once(answer_a), once(answer_b), text(label),
+                           "true" if a_is_better is True else dumps(a_is_better), once(chosen), once(rejected),
+                           number(better), number(worse), number(gap), once(gold), once(segments),
+                           dumps(weak) if weak else "[]")
+
+
 def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
+    """The benchmark's rows (``gather``'s, as dicts)."""
+    return gather(engine, bench).dicts()
+
+
+def gather(engine: Engine, bench: Benchmark) -> Rows:
     """The benchmark's rows, in the order of their content keys (domain, question, pair: select/keys.py),
     never of row ids — the same export from any store. Read in one read transaction: one snapshot."""
     in_bench = col(BenchmarkPair.benchmark_id) == bench.id
     items_of = select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
     sets_of = select(Pair.set_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
     root = collection_root(engine)
-    with read(engine) as s:
+    with read(engine) as session:
+        s = session.connection()  # Core rows: the ORM's per-row loading is not needed for plain columns
         # the question a pair asks is its answer set's; the inner joins keep the pairs a judge could be shown
-        pairs = s.execute(
+        pairs: Sequence[Any] = s.execute(
             sa.select(col(BenchmarkPair.pair_id), col(BenchmarkPair.a_is_better),
                       col(BenchmarkPair.difficulty).label("own"), col(Pair.difficulty).label("shared"),
                       col(Pair.item_id), col(Pair.set_id), col(Pair.better_rating), col(Pair.worse_rating),
@@ -108,7 +174,7 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
             .join(Seed, col(Seed.id) == col(Item.seed_id))
             .join(Domain, col(Domain.id) == col(Seed.domain_id))
             .where(col(Item.id).in_(items_of))).all()
-        found = {int(seg_id): rest for seg_id, *rest in s.execute(
+        found: dict[int, Any] = {int(seg_id or 0): rest for seg_id, *rest in s.execute(
             sa.select(col(Segment.id), col(Segment.start), col(Segment.end), col(Video.id), col(Video.path),
                       col(Video.title), col(Video.url), col(Video.sha256), col(Playlist.name))
             .join(Video, col(Video.id) == col(Segment.video_id))
@@ -141,32 +207,30 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
         return text
 
     keyed = []
+    names: dict[str, str] = {}  # one object per domain name and per set's question: their JSON encoded once
+    questions: dict[int, str] = {}
     for pair_id, a_is_better, own, shared, item_id, set_id, better, worse, question, domain in pairs:
         # an item without a current question has no key (as question_keys leaves it out) and no row: its
         # facts are missing, an error as it always was
         qkey = facts[item_id][0] if item_id in facts else ""
-        keyed.append(((str(domain), qkey, pair_key(qkey, better, worse)), pair_id, bool(a_is_better),
-                      own if own is not None else shared, item_id, set_id, better, worse, question))
+        domain = names.setdefault(str(domain), str(domain))
+        keyed.append(((domain, qkey, pair_key(qkey, better, worse)), pair_id, bool(a_is_better),
+                      own if own is not None else shared, item_id, set_id, better, worse,
+                      questions.setdefault(set_id, str(question))))
     keyed.sort(key=lambda k: k[0])  # stable: equal keys (equal content) stay in pair-id order
-    rows = []
+    values = []
     for (domain, qkey, key), _pair_id, a_is_better, difficulty, item_id, set_id, better, worse, question in keyed:
         _, keyword, bloom_row, bloom_column, gold, segments = facts[item_id]
         chosen, rejected = shown(set_id, better), shown(set_id, worse)
         difficulty = difficulty or {}
-        rows.append({
-            "pair_id": key, "question_id": qkey, "domain": domain, "question": str(question),
-            "keyword": keyword, "bloom_row": bloom_row, "bloom_column": bloom_column,
-            "answer_a": chosen if a_is_better else rejected, "answer_b": rejected if a_is_better else chosen,
-            "label": "A" if a_is_better else "B", "a_is_better": a_is_better,
-            "chosen": chosen, "rejected": rejected,
-            "chosen_rating": better, "rejected_rating": worse, "gap": better - worse,
-            "gold_answer": gold,
-            "segments": segments,
-            "weak_judges": [weak_verdict(role, v, bool(difficulty.get("a_is_better")), a_is_better)
-                            for role, v in sorted(difficulty.items()) if isinstance(v, dict) and "model" in v],
-        })
-    log.debug("benchmark.rows", benchmark=bench.name, rows=len(rows), items=len(facts))
-    return rows
+        values.append((
+            key, qkey, domain, question, keyword, bloom_row, bloom_column,
+            chosen if a_is_better else rejected, rejected if a_is_better else chosen,
+            "A" if a_is_better else "B", a_is_better, chosen, rejected, better, worse, better - worse, gold, segments,
+            [weak_verdict(role, v, bool(difficulty.get("a_is_better")), a_is_better)
+             for role, v in sorted(difficulty.items()) if isinstance(v, dict) and "model" in v]))
+    log.debug("benchmark.rows", benchmark=bench.name, rows=len(values), items=len(facts))
+    return Rows(values)
 
 
 def weak_verdict(role: str, v: dict[str, Any], seen_a_is_better: bool, row_a_is_better: bool) -> dict[str, Any]:
