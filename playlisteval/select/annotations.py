@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
 
 from playlisteval.benchmark.keys import question_keys_of
+from playlisteval.select.collector import paused
 from playlisteval.store import transaction
 from playlisteval.store.engine import read
 from playlisteval.store.tables import Answer, Benchmark, BenchmarkPair, Domain, Item, Pair, Seed
@@ -58,6 +59,11 @@ def annotation_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
     """One row per question of ``bench``, in the pairs' order (domain, question key). Set-based (issue 43):
     the benchmark's items and sets are subqueries, not a parameter per row (SQLite's limit, issue 26), and
     plain columns are read, never table objects (recording a version at 100k pairs builds every row)."""
+    with paused():  # no collector passes over the rows being built (select/collector.py)
+        return _annotation_rows(engine, bench)
+
+
+def _annotation_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
     in_bench = col(BenchmarkPair.benchmark_id) == bench.id
     of_bench = select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
     sets_of = select(Pair.set_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)

@@ -29,6 +29,7 @@ from sqlmodel import col, select
 from playlisteval.benchmark.keys import content_key, pair_key, place, segments_of
 from playlisteval.build.gates.citations import strip_citations
 from playlisteval.logs import get_logger
+from playlisteval.select.collector import paused
 from playlisteval.store.engine import read
 from playlisteval.store.media_paths import attached
 from playlisteval.store.tables import (
@@ -144,6 +145,11 @@ def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
 def gather(engine: Engine, bench: Benchmark) -> Rows:
     """The benchmark's rows, in the order of their content keys (domain, question, pair: select/keys.py),
     never of row ids — the same export from any store. Read in one read transaction: one snapshot."""
+    with paused():  # a million small containers at 100k pairs: no collector passes over them (collector.py)
+        return _gather(engine, bench)
+
+
+def _gather(engine: Engine, bench: Benchmark) -> Rows:
     in_bench = col(BenchmarkPair.benchmark_id) == bench.id
     items_of = select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
     sets_of = select(Pair.set_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
