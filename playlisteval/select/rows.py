@@ -159,7 +159,8 @@ def _gather(engine: Engine, bench: Benchmark) -> Rows:
         # the question a pair asks is its answer set's; the inner joins keep the pairs a judge could be shown
         pairs: Sequence[Any] = s.execute(
             sa.select(col(BenchmarkPair.pair_id), col(BenchmarkPair.a_is_better),
-                      col(BenchmarkPair.difficulty).label("own"), col(Pair.difficulty).label("shared"),
+                      sa.cast(col(BenchmarkPair.difficulty), sa.Text).label("own"),
+                      sa.cast(col(Pair.difficulty), sa.Text).label("shared"),
                       col(Pair.item_id), col(Pair.set_id), col(Pair.better_rating), col(Pair.worse_rating),
                       col(QA.question), col(Domain.name))
             .join(Pair, col(Pair.id) == col(BenchmarkPair.pair_id))
@@ -204,13 +205,18 @@ def _gather(engine: Engine, bench: Benchmark) -> Rows:
         facts[int(item_id)] = (content_key(domain, question, answer, here.get(one, ""), here.get(two, "")), keyword,
                                str(qtype.get("row", "")), str(qtype.get("column", "")), answer,
                                [segment(clip, seg) for clip, seg in ((1, one), (2, two)) if seg in found])
-    stripped: dict[tuple[int, int], str] = {}  # an answer is in four pairs: stripped once
+    stripped = {k: strip_citations(text) for k, text in texts.items()}  # an answer is in four pairs: once
+    # the verdicts as their JSON text, decoded once per distinct text (read only below): most pairs of a gate
+    # hold the same few, and the column type would decode each pair's again
+    decoded: dict[str, Any] = {}
 
-    def shown(set_id: int, rating: int) -> str:
-        text = stripped.get((set_id, rating))
-        if text is None:
-            text = stripped[(set_id, rating)] = strip_citations(texts[(set_id, rating)])
-        return text
+    def verdicts(raw: str | None) -> Any:
+        if raw is None:
+            return None
+        found = decoded.get(raw)
+        if found is None:
+            found = decoded[raw] = json.loads(raw)
+        return found
 
     keyed = []
     names: dict[str, str] = {}  # one object per domain name and per set's question: their JSON encoded once
@@ -221,13 +227,13 @@ def _gather(engine: Engine, bench: Benchmark) -> Rows:
         qkey = facts[item_id][0] if item_id in facts else ""
         domain = names.setdefault(str(domain), str(domain))
         keyed.append(((domain, qkey, pair_key(qkey, better, worse)), pair_id, bool(a_is_better),
-                      own if own is not None else shared, item_id, set_id, better, worse,
+                      _first(verdicts(own), verdicts(shared)), item_id, set_id, better, worse,
                       questions.setdefault(set_id, str(question))))
     keyed.sort(key=lambda k: k[0])  # stable: equal keys (equal content) stay in pair-id order
     values = []
     for (domain, qkey, key), _pair_id, a_is_better, difficulty, item_id, set_id, better, worse, question in keyed:
         _, keyword, bloom_row, bloom_column, gold, segments = facts[item_id]
-        chosen, rejected = shown(set_id, better), shown(set_id, worse)
+        chosen, rejected = stripped[(set_id, better)], stripped[(set_id, worse)]
         difficulty = difficulty or {}
         values.append((
             key, qkey, domain, question, keyword, bloom_row, bloom_column,
@@ -237,6 +243,11 @@ def _gather(engine: Engine, bench: Benchmark) -> Rows:
              for role, v in sorted(difficulty.items()) if isinstance(v, dict) and "model" in v]))
     log.debug("benchmark.rows", benchmark=bench.name, rows=len(values), items=len(facts))
     return Rows(values)
+
+
+def _first(own: Any, shared: Any) -> Any:
+    """The benchmark's own copy of the verdicts, else the pair's (a JSON null is no copy, as SQL NULL is not)."""
+    return own if own is not None else shared
 
 
 def weak_verdict(role: str, v: dict[str, Any], seen_a_is_better: bool, row_a_is_better: bool) -> dict[str, Any]:
