@@ -11,7 +11,9 @@ kept with its CPU (user + system of the child) and the 1-minute load average whe
     timed ones print the board kept for an unchanged store, analytics/board_cache.py)
 
 The goals of issue 26: status / funnel / show / leaderboard each <= 0.5 s on the large store and within 2x
-of the same command on the small one; a bare --help <= 0.3 s; report with nothing changed <= 1 s. On a
+of the same command on the small one; a bare --help <= 0.3 s; report with nothing changed <= 1 s. Issue 43:
+the first leaderboard on a store made in this run (it records version 1, as `select` does) <= 10 s, judged
+where the large store holds at least 100k pairs (``--items 10000``; the default 100k items is 1M pairs). On a
 loaded machine wall times stretch; the large / small ratio is measured in the same run and holds better.
 
     .venv/bin/python -m bench commands [--items 100000] [--calls 1000000] [--repeat 3] [--reuse]
@@ -37,6 +39,7 @@ from bench.report_store import build_store
 
 CLI = str(Path(sys.executable).with_name("playlisteval"))
 FLAT_MAX_S, FLAT_MAX_RATIO, HELP_MAX_S, REPORT_MAX_S = 0.5, 2.0, 0.3, 1.0
+FIRST_MAX_S, FIRST_AT_PAIRS = 10.0, 100_000  # issue 43: the first leaderboard after `select` at 100k pairs
 FLAT = ("status --json", "funnel", "show 1", "leaderboard")
 
 
@@ -89,6 +92,7 @@ def run(work: Path, items: int, calls: int, repeat: int, seed: int, reuse: bool 
         if timed(project, ["report", str(work / f"{name}.html")])["rc"]:
             broken.add((name, "report (nothing changed)"))
     results["leaderboard_computed"] = first
+    results["first_measured"] = "large" in made  # a reused store may print a kept board: not the first
     reused = [name for name in stores if name not in made]
     what = (f"first run ({' and '.join(reused)} reused: a board an earlier run kept may be printed, not computed)"
             if reused else "computed (first run; the timed ones below print the kept board)")
@@ -126,6 +130,11 @@ def goals(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
                                                               ok and r["ratio"] <= FLAT_MAX_RATIO)
     h = c["--help"]["large"]
     out[f"--help <= {HELP_MAX_S:g} s"] = (f"{h['s']:.2f} s (cpu {h['cpu_s']:.2f})", h["s"] <= HELP_MAX_S)
+    first = results.get("leaderboard_computed", {}).get("large")
+    pairs = results["items"] * 10  # the generator's 10 pairs per item
+    if first is not None and results.get("first_measured") and pairs >= FIRST_AT_PAIRS:
+        out[f"first leaderboard (records version 1), {pairs} pairs <= {FIRST_MAX_S:g} s"] = (
+            f"{first['s']:.2f} s (cpu {first['cpu_s']:.2f})", first["rc"] == 0 and first["s"] <= FIRST_MAX_S)
     rep = c["report (nothing changed)"]["large"]
     out[f"report, nothing changed <= {REPORT_MAX_S:g} s"] = (f"{rep['s']:.2f} s (cpu {rep['cpu_s']:.2f})",
                                                             rep["rc"] == 0 and rep["s"] <= REPORT_MAX_S)

@@ -140,10 +140,15 @@ def chunks_by_clip(
     return covered
 
 
+# compiled once: an export strips every answer of the benchmark (issue 43)
+_CITATION = re.compile(r"\s*[(\[][^()\[\]]*@[^()\[\]]*[)\]]")
+_BEFORE_PUNCTUATION = re.compile(r"[ \t]+([.,;:!?])")
+
+
 def strip_citations(text: str) -> str:
     """The answer without its citation brackets (for text-only judges, SPEC D3 and G4)."""
-    stripped = re.sub(r"\s*[(\[][^()\[\]]*@[^()\[\]]*[)\]]", "", text)
-    return re.sub(r"[ \t]+([.,;:!?])", r"\1", stripped).strip()
+    stripped = _CITATION.sub("", text) if "@" in text else text  # a citation holds an "@"
+    return _BEFORE_PUNCTUATION.sub(r"\1", stripped).strip()
 
 
 def uniform(text: str) -> str:

@@ -18,11 +18,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import col, func, select
 
-from playlisteval.benchmark.keys import question_keys
+from playlisteval.benchmark.keys import question_keys_of
+from playlisteval.select.collector import paused
 from playlisteval.store import transaction
+from playlisteval.store.engine import read
 from playlisteval.store.tables import Answer, Benchmark, BenchmarkPair, Domain, Item, Pair, Seed
 
 ANNOTATIONS = "data/annotations.jsonl"
@@ -53,36 +56,45 @@ def domain_descriptions(engine: Engine) -> dict[str, str]:
 
 
 def annotation_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
-    """One row per question of ``bench``, in the pairs' order (domain, question key)."""
-    with transaction(engine) as s:
-        sets = dict(s.exec(select(Pair.item_id, Pair.set_id)
-                           .join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
-                           .where(BenchmarkPair.benchmark_id == bench.id)).all())
-        # the benchmark's items and sets as subqueries, not a parameter per row (SQLite's limit, issue 26)
-        of_bench = (select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
-                    .where(BenchmarkPair.benchmark_id == bench.id))
-        sets_of = (select(Pair.set_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id))
-                   .where(BenchmarkPair.benchmark_id == bench.id))
-        domains = dict(s.exec(select(Item.id, Domain.name).join(Seed, col(Seed.id) == col(Item.seed_id))
-                              .join(Domain, col(Domain.id) == col(Seed.domain_id))
-                              .where(col(Item.id).in_(of_bench))).all())
-        answers: dict[int, dict[int, Answer]] = {}
-        for a in s.exec(select(Answer).where(col(Answer.set_id).in_(sets_of))).all():
-            answers.setdefault(a.set_id, {})[a.rating] = a
-        keys = question_keys(s, list(sets))
+    """One row per question of ``bench``, in the pairs' order (domain, question key). Set-based (issue 43):
+    the benchmark's items and sets are subqueries, not a parameter per row (SQLite's limit, issue 26), and
+    plain columns are read, never table objects (recording a version at 100k pairs builds every row)."""
+    with paused():  # no collector passes over the rows being built (select/collector.py)
+        return _annotation_rows(engine, bench)
+
+
+def _annotation_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
+    in_bench = col(BenchmarkPair.benchmark_id) == bench.id
+    of_bench = select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
+    sets_of = select(Pair.set_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
+    with read(engine) as session:
+        s = session.connection()  # Core rows: the ORM's per-row loading is not needed for plain columns
+        # an item's answer set: its pairs' (one per item; were there two, the one of its last pair)
+        sets = {int(item): int(set_id) for item, set_id, _ in s.execute(
+            sa.select(col(Pair.item_id), col(Pair.set_id), func.max(col(Pair.id)).label("last_pair"))
+            .join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
+            .group_by(col(Pair.item_id), col(Pair.set_id)).order_by(sa.column("last_pair"))).all()}
+        domains = dict(s.execute(sa.select(col(Item.id), col(Domain.name)).join(Seed, col(Seed.id) == col(Item.seed_id))
+                                 .join(Domain, col(Domain.id) == col(Seed.domain_id))
+                                 .where(col(Item.id).in_(of_bench))).all())
+        answers: dict[int, dict[int, tuple[float, dict[str, Any] | None]]] = {}
+        for set_id, rating, weight, record in s.execute(
+                sa.select(col(Answer.set_id), col(Answer.rating), col(Answer.degraded_weight), col(Answer.record))
+                .where(col(Answer.set_id).in_(sets_of))).all():
+            answers.setdefault(int(set_id), {})[int(rating)] = (weight, record)
+        keys = question_keys_of(session, of_bench)
     described = domain_descriptions(engine)
     rows = []
     for item_id, set_id in sets.items():
         by_rating = answers.get(set_id, {})
-        gold_answer = by_rating.get(5)
-        gold = (gold_answer.record if gold_answer is not None else None) or {}
+        gold = (by_rating[5][1] if 5 in by_rating else None) or {}
         wrong = []
         for rating in (4, 3, 2, 1):
-            answer = by_rating.get(rating)
-            if answer is None:
+            if rating not in by_rating:
                 continue
-            record = answer.record or {}
-            wrong.append({"rating": rating, "degraded_weight": answer.degraded_weight,
+            weight, found = by_rating[rating]
+            record = found or {}
+            wrong.append({"rating": rating, "degraded_weight": weight,
                           "attribute_degradations": record.get("attribute_degradations") or [],
                           **{k: _attributes(record.get(k), v) for k, v in KINDS.items()}})
         domain = str(domains.get(item_id, ""))

@@ -16,9 +16,7 @@ anything is left alone unless ``force``.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,22 +25,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from playlisteval.benchmark.names import markdown_text, yaml_scalar
-from playlisteval.build.gates.citations import strip_citations
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.models.simulated import NOTE as SIMULATED_NOTE
 from playlisteval.models.simulated import is_simulated
 from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
 from playlisteval.select.content import Sealed
-from playlisteval.select.pairs import find_benchmark, pair_texts
+from playlisteval.select.pairs import find_benchmark
+from playlisteval.select.rows import benchmark_rows
 from playlisteval.select.stats import BenchmarkStats, Length, benchmark_stats
 from playlisteval.store import open_store
-from playlisteval.store.engine import transaction
-from playlisteval.store.media_paths import attached
-from playlisteval.store.tables import QA, Benchmark, BenchmarkPair, Item, Pair, Playlist, Seed, Segment, Video
+from playlisteval.store.tables import Benchmark
 
 PARQUET = "data/test.parquet"
 JSONL = "data/test.jsonl"
@@ -56,118 +51,6 @@ class ExportReport:
     stats: BenchmarkStats
     provenance: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what this export lacks, and why
-
-
-def collection_root(engine: Engine) -> Path:
-    """The collection's root folder: where its manifests lie, or the folder above the playlist folders
-    it was added from — so a video's relative path is the manifest's own path for it, or at least
-    "playlist/file" — and in any case a folder holding every usable video. Paths are read as this project's
-    file paths (store/media_paths.py), so a copy of the project exports the same relative paths."""
-    with transaction(engine) as s:
-        rows = s.exec(select(Video.path, Playlist.source).join(Playlist, col(Playlist.id) == col(Video.playlist_id))
-                      .where(col(Video.status).in_(("new", "indexed")))).all()
-    if not rows:
-        return Path("/")
-    # a playlist's source is its folder, or the manifest file that listed it: the parent of either
-    folders = [os.path.dirname(source or os.path.dirname(path)) for path, source in rows]
-    root = Path(os.path.commonpath(folders + [os.path.dirname(path) for path, _ in rows]))
-    # never above the project when every video is inside it (a playlist added from the project folder
-    # itself): a path would start with the project folder's own name, and a copy elsewhere (issue 41)
-    # would export other rows
-    roots = attached(engine.dialect)
-    if roots is not None and roots.project != root and roots.project.is_relative_to(root) and all(
-            Path(path).is_relative_to(roots.project) for path, _ in rows):
-        return roots.project
-    return root
-
-
-def video_ref(video: Video, root: Path) -> dict[str, str]:
-    """A video as a dataset names it: stable id, path relative to the collection root, content hash."""
-    rel = Path(os.path.relpath(video.path, root)).as_posix()
-    digest = video.sha256 or ""
-    stable = (digest or hashlib.sha256(rel.encode()).hexdigest())[:16]
-    return {"video_id": f"v-{stable}", "video_path": rel, "video_sha256": digest}
-
-
-def _segments(engine: Engine, item_ids: Any) -> dict[int, list[dict[str, Any]]]:
-    """Each item's two evidence segments; ``item_ids`` a subquery (a benchmark's items), so the rows come
-    by joins and no statement carries a parameter per item (SQLite's limit, issue 26)."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    root = collection_root(engine)
-    seeds = select(Item.seed_id).where(col(Item.id).in_(item_ids))
-    wanted = (col(Segment.id).in_(select(Seed.segment1_id).where(col(Seed.id).in_(seeds)))
-              | col(Segment.id).in_(select(Seed.segment2_id).where(col(Seed.id).in_(seeds))))
-    with transaction(engine) as s:
-        found = {int(seg.id or 0): (seg, video, playlist) for seg, video, playlist in s.exec(
-            select(Segment, Video, Playlist).join(Video, col(Video.id) == col(Segment.video_id))
-            .join(Playlist, col(Playlist.id) == col(Video.playlist_id)).where(wanted)).all()}
-        refs: dict[int, dict[str, str]] = {}  # per video, computed once
-        for item_id, one, two in s.exec(select(Item.id, Seed.segment1_id, Seed.segment2_id)
-                                        .join(Seed, col(Seed.id) == col(Item.seed_id))
-                                        .where(col(Item.id).in_(item_ids))).all():
-            segs = []
-            for clip, seg_id in ((1, one), (2, two)):
-                if seg_id not in found:
-                    continue
-                seg, video, playlist = found[seg_id]
-                ref = refs.setdefault(int(video.id or 0), video_ref(video, root))
-                segs.append({"clip": clip, "playlist": playlist.name, "video_title": video.title,
-                             **ref, "video_url": video.url or "", "start": seg.start, "end": seg.end})
-            out[int(item_id or 0)] = segs
-    return out
-
-
-def benchmark_rows(engine: Engine, bench: Benchmark) -> list[dict[str, Any]]:
-    in_bench = col(BenchmarkPair.benchmark_id) == bench.id
-    items_of = select(Pair.item_id).join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)
-    with transaction(engine) as s:
-        sides = {int(p): bool(a) for p, a in s.exec(select(BenchmarkPair.pair_id, BenchmarkPair.a_is_better)
-                                                     .where(in_bench)).all()}
-        # the weak judges' verdicts alone: whole Pair objects cost ~10 us each at a million pairs. The
-        # benchmark's own (copied at its draw, issue 41) — the pair's are the last gate's, maybe another draw's
-        difficulties = {int(p or 0): (own if own is not None else shared) or {} for p, own, shared in s.exec(
-            select(Pair.id, BenchmarkPair.difficulty, Pair.difficulty)
-            .join(BenchmarkPair, col(BenchmarkPair.pair_id) == col(Pair.id)).where(in_bench)).all()}
-    texts = pair_texts(engine, sides)
-    with transaction(engine) as s:
-        qas = {int(i or 0): qa for i, qa in s.exec(select(Item.id, QA).join(QA, col(QA.id) == col(Item.current_qa_id))
-                                                     .where(col(Item.id).in_(items_of))).all()}
-    segments = _segments(engine, items_of)
-    rows = []
-    # ids and order from content keys (select/keys.py), not row ids: the same export from any store
-    for pair_id in sorted(texts, key=lambda p: (texts[p].domain, texts[p].question_key, texts[p].key)):
-        t, qa, a_is_better = texts[pair_id], qas[texts[pair_id].item_id], sides[pair_id]
-        chosen, rejected = strip_citations(t.better), strip_citations(t.worse)  # each text stripped once
-        answer_a, answer_b = (chosen, rejected) if a_is_better else (rejected, chosen)
-        qtype = (qa.payload or {}).get("question_type") or {}
-        difficulty = difficulties[pair_id]
-        rows.append({
-            "pair_id": t.key, "question_id": t.question_key, "domain": t.domain, "question": t.question,
-            "keyword": qa.keyword, "bloom_row": str(qtype.get("row", "")), "bloom_column": str(qtype.get("column", "")),
-            "answer_a": answer_a, "answer_b": answer_b,
-            "label": "A" if a_is_better else "B", "a_is_better": a_is_better,
-            "chosen": chosen, "rejected": rejected,
-            "chosen_rating": t.better_rating, "rejected_rating": t.worse_rating, "gap": t.gap,
-            "gold_answer": qa.answer,
-            "segments": segments.get(t.item_id, []),
-            "weak_judges": [_weak_verdict(role, v, bool(difficulty.get("a_is_better")), a_is_better)
-                            for role, v in sorted(difficulty.items()) if isinstance(v, dict) and "model" in v],
-        })
-    return rows
-
-
-def _weak_verdict(role: str, v: dict[str, Any], seen_a_is_better: bool, row_a_is_better: bool) -> dict[str, Any]:
-    """A weak judge's verdict in the exported row's A/B order. The gate showed the pair on its own sides
-    (``seen_a_is_better``, drawn apart from the benchmark's): "A" there may be "B" here."""
-    seen = v.get("verdict")
-    picked: str | None = None
-    verdict: str | None = None
-    if seen in ("A", "B"):
-        picked_better = (seen == "A") == seen_a_is_better
-        picked = "chosen" if picked_better else "rejected"
-        verdict = "A" if picked_better == row_a_is_better else "B"
-    return {"role": role, "model": str(v.get("model", "")), "verdict": verdict, "picked": picked,
-            "correct": bool(v.get("correct"))}
 
 
 def _card(name: str, st: BenchmarkStats, rows: int, simulated: bool = False) -> str:

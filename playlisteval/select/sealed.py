@@ -25,23 +25,22 @@ from sqlmodel import col, func, select
 
 from playlisteval.errors import StoreError
 from playlisteval.select import annotations as released  # not `annotations`: that is __future__'s name
-from playlisteval.select.content import Sealed, jsonl_text
-from playlisteval.select.export import benchmark_rows
+from playlisteval.select.content import LEVEL, Sealed, digest, jsonl_text
+from playlisteval.select.rows import Rows, gather
 from playlisteval.select.stats import benchmark_stats
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Benchmark, BenchmarkSeal
 
-LEVEL = 1  # zlib: ~4x smaller JSON at a few hundred MB/s; recording a 100k-pair version must stay cheap
 
-
-def build(engine: Engine, bench: Benchmark, rows: list[dict[str, Any]] | None = None) -> Sealed:
-    """The live benchmark's content from the store (``rows``: already built by the caller, not again). Its
+def build(engine: Engine, bench: Benchmark, gathered: Rows | None = None) -> Sealed:
+    """The live benchmark's content from the store (``gathered``: its rows, already read by the caller, not
+    again). data/test.jsonl is streamed into its hash and its zlib (select/content.py): never one string. Its
     statistics are left to ``with_stats``: they are not in the content hash, read only the benchmark's own
     rows, and cost as much again as the rows at 100k pairs — recording a version stays as fast as it was."""
-    rows = benchmark_rows(engine, bench) if rows is None else rows
+    gathered = gather(engine, bench) if gathered is None else gathered
     described = released.domain_descriptions(engine)
-    return Sealed(jsonl_text(rows), jsonl_text(released.annotation_rows(engine, bench), sort_keys=True), {},
-                  {d: described.get(d, "") for d in sorted({str(r.get("domain", "")) for r in rows})})
+    return Sealed.from_lines(gathered.lines(), jsonl_text(released.annotation_rows(engine, bench), sort_keys=True),
+                             {}, {d: described.get(d, "") for d in sorted(gathered.domains())})
 
 
 def with_stats(engine: Engine, bench: Benchmark, version: int, sealed: Sealed) -> Sealed:
@@ -62,9 +61,8 @@ def with_stats(engine: Engine, bench: Benchmark, version: int, sealed: Sealed) -
 def row_of(benchmark_id: int, version: int, sealed: Sealed) -> BenchmarkSeal:
     """The seal's row, for the caller to add in the transaction that records the version."""
     return BenchmarkSeal(benchmark_id=benchmark_id, version=version, content_hash=sealed.content_hash,
-                         rows=zlib.compress(sealed.rows_text.encode("utf-8"), LEVEL),
-                         annotations=zlib.compress(sealed.annotations_text.encode("utf-8"), LEVEL),
-                         stats=sealed.stats, domains=sealed.domains)
+                         rows=sealed.rows_z, annotations=sealed.annotations_z, stats=sealed.stats,
+                         domains=sealed.domains)
 
 
 def store(engine: Engine, benchmark_id: int, version: int, sealed: Sealed) -> None:
@@ -83,9 +81,10 @@ def load(engine: Engine, bench: Benchmark, version: int, recorded_hash: str) -> 
                                                  BenchmarkSeal.version == version)).first()
         if row is None:
             return None
-        try:
-            sealed = Sealed(zlib.decompress(row.rows).decode("utf-8"), zlib.decompress(row.annotations).decode("utf-8"),
-                            dict(row.stats), dict(row.domains))
+        sealed = Sealed(row.rows, row.annotations, dict(row.stats), dict(row.domains), "")
+        try:  # both files decompressed and decoded here (and kept): an unreadable seal fails now, not in export
+            sealed.content_hash = digest(sealed.rows_text)
+            sealed.annotations_text  # noqa: B018
         except (zlib.error, UnicodeDecodeError) as exc:
             raise StoreError(f"benchmark {bench.name!r} version {version}: its sealed copy is unreadable ({exc})") \
                 from exc

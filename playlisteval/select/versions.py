@@ -27,10 +27,11 @@ from playlisteval.config import Settings
 from playlisteval.errors import ConfigError, StoreError
 from playlisteval.logs import get_logger
 from playlisteval.select import sealed as sealed_content
-from playlisteval.select.content import digest
+from playlisteval.select.content import digest, digest_lines
 from playlisteval.select.content import jsonl_text as content_text
 from playlisteval.select.export import ExportReport, benchmark_rows, card_text, export
 from playlisteval.select.pairs import find_benchmark
+from playlisteval.select.rows import gather
 from playlisteval.store import versions as stored_versions
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Benchmark, BenchmarkSeal, BenchmarkVersion
@@ -57,11 +58,11 @@ def ensure(engine: Engine, bench: Benchmark, reason: str = "select") -> Benchmar
     found = stored_versions.current(engine, int(bench.id or 0))
     if found is not None:
         return found
-    rows = _rows(engine, bench)
-    content = sealed_content.build(engine, bench, rows)
+    gathered = gather(engine, bench)
+    content = sealed_content.build(engine, bench, gathered)
     with transaction(engine) as s:
         row = BenchmarkVersion(benchmark_id=int(bench.id or 0), version=1, content_hash=content.content_hash,
-                               pairs=len(rows), reason=reason, created_at=bench.created_at)
+                               pairs=gathered.count, reason=reason, created_at=bench.created_at)
         s.add(row)
         s.add(sealed_content.row_of(int(bench.id or 0), 1, content))
         s.flush()
@@ -126,21 +127,21 @@ def advance(engine: Engine, reason: str) -> list[tuple[str, int, str]]:
         live = stored_versions.current(engine, bid)
         if live is None:
             continue
-        rows = _rows(engine, bench)
-        now_hash = content_hash(rows)
+        gathered = gather(engine, bench)
+        now_hash = digest_lines(gathered.lines())  # the seal (annotations, zlib) only where one is made
         if now_hash == live.content_hash:
             if (bid, live.version) not in sealed_versions:
-                sealed_content.store(engine, bid, live.version, sealed_content.build(engine, bench, rows))
+                sealed_content.store(engine, bid, live.version, sealed_content.build(engine, bench, gathered))
             with transaction(engine) as s:
                 row = s.get(BenchmarkVersion, live.id)
                 if row is not None and row.snapshot:
                     row.snapshot = None  # unchanged: still the live version, read from the store
                     s.add(row)
             continue
-        content = sealed_content.build(engine, bench, rows)
+        content = sealed_content.build(engine, bench, gathered)
         with transaction(engine) as s:
             s.add(BenchmarkVersion(benchmark_id=bid, version=live.version + 1, content_hash=now_hash,
-                                   pairs=len(rows), reason=reason))
+                                   pairs=gathered.count, reason=reason))
             s.add(sealed_content.row_of(bid, live.version + 1, content))
         made.append((bench.name, live.version + 1, now_hash))
         log.info("benchmark.version", benchmark=bench.name, version=live.version + 1, reason=reason)
@@ -193,10 +194,10 @@ def export_version(settings: Settings, out: Path, name: str | None = None, *, ve
     content = sealed_content.load(engine, bench, chosen.version, chosen.content_hash)
     notes: list[str] = []
     if content is None and live:  # recorded before seals: sealed now if the store still holds what it was
-        rows = _rows(engine, bench)
-        if content_hash(rows) != chosen.content_hash:
-            raise StoreError(_refusal(bench, chosen, rows))
-        content = sealed_content.build(engine, bench, rows)
+        gathered = gather(engine, bench)
+        content = sealed_content.build(engine, bench, gathered)
+        if content.content_hash != chosen.content_hash:
+            raise StoreError(_refusal(bench, chosen, gathered.dicts()))
         sealed_content.store(engine, int(bench.id or 0), chosen.version, content)
     elif content is None and copy is not None:
         if content_hash(copy["rows"]) != chosen.content_hash:
