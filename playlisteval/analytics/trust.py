@@ -263,17 +263,20 @@ def best_of_figures(obs: Observations, ratings: dict[int, dict[int, float]], evi
     # the lookups were most of the section (a question's unit is the same for each of its pairs)
     rated = {p: (q, *obs.ratings[p]) for p, q in obs.item_of.items() if q in ratings}
     unit_of = {q: obs.units[p][boot.unit] for p, (q, *_) in reversed(rated.items())}
-    for judge, run in sorted(obs.main_runs(evidence).items()):
+    runs = sorted(obs.main_runs(evidence).items())
+    calls: list[best_of.Call] = []
+    for _, run in runs:
         ids, values = obs.run_arrays(run)  # ascending pair ids
         pairs = [(*rated[p], None if s == 0.5 else int(s == 1.0)) for p, s in zip(ids.tolist(), values.tolist(),
                                                                                    strict=True) if p in rated]
         questions = {q for q, *_ in pairs}
         labels: dict[int, Any] = {q: unit_of[q] for q in questions}
-        try:
-            got = best_of.best_of_k(pairs, {q: ratings[q] for q in questions}, clusters=labels, seed=boot.seed,
-                                    resamples=boot.resamples, level=boot.level)
-        except ValueError as exc:  # no gold pair judged: said, not scored
-            out.append({"judge": judge, "run": run, "note": str(exc)})
+        calls.append((pairs, {q: ratings[q] for q in questions}, labels))
+    # every run at once: the share intervals computed in one batch (best_of.best_of_many)
+    for (judge, run), got in zip(runs, best_of.best_of_many(calls, seed=boot.seed, resamples=boot.resamples,
+                                                            level=boot.level), strict=True):
+        if isinstance(got, ValueError):  # no gold pair judged: said, not scored
+            out.append({"judge": judge, "run": run, "note": str(got)})
             continue
         out.append({"judge": judge, "run": run, **got, "clusters": got["best_of"]["clusters"]})
     return out
