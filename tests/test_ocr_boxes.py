@@ -70,3 +70,35 @@ def test_iou() -> None:
     assert iou((0, 0, 10, 10), (0, 0, 10, 10)) == 1.0
     assert iou((0, 0, 10, 10), (10, 0, 20, 10)) == 0.0
     assert abs(iou((0, 0, 10, 10), (5, 0, 15, 10)) - 1 / 3) < 1e-9
+
+
+def test_recognition_batches_never_mix_line_widths() -> None:
+    """A batch is padded to its widest line: a short clock batched with a long ticker cost as much as two
+    tickers. Lines go to the recogniser in groups of similar width, and each text comes back in its place."""
+    engine = get_ocr(IndexSettings(ocr="rapidocr"))
+    assert engine is not None and hasattr(engine, "recognize")
+    font = ImageFont.truetype(FONT, 30)
+
+    def crop(text: str) -> np.ndarray:
+        image = Image.new("RGB", (40 + 18 * len(text), 48), (0, 0, 0))
+        ImageDraw.Draw(image).text((10, 6), text, font=font, fill=(255, 255, 255))
+        return np.asarray(image)
+
+    texts = ["12:05", "LIVE news from the glacier, more after the break", "08:30", "Slide 4"]
+    calls: list[list[int]] = []
+    _, inner = engine._take()  # type: ignore[attr-defined]
+    real = inner.recognize_txt
+
+    def spy(crops: list[np.ndarray]) -> object:
+        calls.append([c.shape[1] for c in crops])
+        return real(crops)
+
+    inner.recognize_txt = spy
+    try:
+        engine._give(engine.threads, inner)  # type: ignore[attr-defined]
+        read = engine.recognize([crop(t) for t in texts])  # type: ignore[attr-defined]
+    finally:
+        inner.recognize_txt = real
+    assert [t for t, _ in read] == texts
+    # the three short lines together, the ticker alone
+    assert sorted(len(c) for c in calls) == [1, 3]

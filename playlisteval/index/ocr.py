@@ -8,6 +8,7 @@ from the last one read (a static slide, a held shot) reuses that frame's text in
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import threading
@@ -20,10 +21,13 @@ from PIL import Image
 
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
+from playlisteval.index.length_batches import length_batches
 from playlisteval.index.ocr_boxes import Box, ChangedLines, meets
 
 _HAS_WORD = re.compile(r"[^\W_]{2,}")  # a line needs two letters or digits in a row to be text
 THUMB = (64, 64)
+# rapidocr's recogniser: lines scaled to 48 px tall, at least 320 wide, batches of 6 (its rec_batch_num)
+REC_HEIGHT, REC_MIN_WIDTH, REC_ROWS, REC_SLACK = 48, 320, 6, 16
 
 
 class OcrEngine(Protocol):
@@ -141,18 +145,28 @@ class RapidOcr:
         return np.asarray(get_rotate_crop_image(image, quad))
 
     def recognize(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
-        """Each cropped line's text and confidence, in order (one batched call)."""
+        """Each cropped line's text and confidence, in order: one call per group of lines of similar width.
+
+        The recogniser scales a line to 48 px tall and pads a batch to its widest line, so a frame's
+        clock (~9 times as wide as tall) batched with its ticker (~20) cost as much as two tickers:
+        on the 40 sampled frames of the camera-like bench video, per-frame batches took ~1.5x the CPU of
+        batches that never mix widths (``length_batches``, as the embedder's texts; issue 43)."""
         if not crops:
             return []
+        widths = [max(REC_MIN_WIDTH, math.ceil(REC_HEIGHT * c.shape[1] / max(1, c.shape[0]))) for c in crops]
+        out: list[tuple[str, float]] = [("", 0.0)] * len(crops)
         threads, engine = self._take()
         try:
-            result = engine.recognize_txt(crops)
+            for group in length_batches(widths, max_rows=REC_ROWS, token_budget=10**9, slack=REC_SLACK):
+                result = engine.recognize_txt([crops[i] for i in group])
+                texts, scores = tuple(result.txts or ()), tuple(result.scores or ())
+                if len(texts) != len(group) or len(scores) != len(group):
+                    raise RuntimeError(f"rapidocr recognised {len(texts)} lines for {len(group)} crops")
+                for i, t, s in zip(group, texts, scores, strict=True):
+                    out[i] = (str(t), float(s))
         finally:
             self._give(threads, engine)
-        texts, scores = tuple(result.txts or ()), tuple(result.scores or ())
-        if len(texts) != len(crops) or len(scores) != len(crops):
-            raise RuntimeError(f"rapidocr recognised {len(texts)} lines for {len(crops)} crops")
-        return [(str(t), float(s)) for t, s in zip(texts, scores, strict=True)]
+        return out
 
 
 def _bounds(points: Any) -> Box:
