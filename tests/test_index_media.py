@@ -123,10 +123,11 @@ def test_the_next_chunks_frames_decode_while_this_chunk_is_read() -> None:
 
     ahead = _FramesAhead(cast(Any, Frames()), [[0.0], [1.0], [2.0]])
     try:
-        assert len(ahead.take(0)) == 1
+        images, seen = ahead.take(0)
+        assert len(images) == 1 and seen is None  # no detector: nothing detected ahead
         assert started[1].wait(10)  # chunk 1 is being read before anyone asked for it
         assert not started[2].is_set()  # one chunk ahead, no more
-        assert len(ahead.take(1)) == 1
+        assert len(ahead.take(1)[0]) == 1
         with pytest.raises(MediaError, match="chunk 2"):
             ahead.take(2)
     finally:

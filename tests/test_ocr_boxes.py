@@ -102,3 +102,18 @@ def test_recognition_batches_never_mix_line_widths() -> None:
     assert [t for t, _ in read] == texts
     # the three short lines together, the ticker alone
     assert sorted(len(c) for c in calls) == [1, 3]
+
+
+def test_detection_made_ahead_gives_the_same_lines() -> None:
+    """The frame-reading thread detects the frames that will be read whole (every one here: the background
+    moves) and not a frame that repeats the one before; the reader given those detections reads the same
+    lines as one that detects for itself."""
+    frames = [frame("00:03:00", "Slide 6: outwash plain", 11), frame("00:03:01", "Slide 6: outwash plain", 12)]
+    frames.append(frames[-1].copy())
+    ahead = reader().ahead()
+    assert ahead is not None
+    seen = ahead.see(frames)
+    assert [s.quads is not None for s in seen] == [True, True, False]
+    with_ahead, alone = reader(), reader()
+    assert [with_ahead.lines(f, s) for f, s in zip(frames, seen, strict=True)] == [alone.lines(f) for f in frames]
+    assert with_ahead.lines(frames[0]) == ["00:03:00", "Slide 6: outwash plain"]

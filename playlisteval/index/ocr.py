@@ -67,9 +67,10 @@ class RapidOcr:
         with self._pool_lock:
             self.threads = max(1, threads)
 
-    def _take(self) -> tuple[int, Any]:
+    def _take(self, threads: int | None = None) -> tuple[int, Any]:
+        """An idle engine of ``threads`` ONNX threads (the process's setting when None), made if none is idle."""
         with self._pool_lock:
-            threads = self.threads
+            threads = threads or self.threads
             if self._idle.get(threads):
                 return threads, self._idle[threads].pop()
             self.loaded += 1
@@ -128,9 +129,10 @@ class RapidOcr:
 
         return np.asarray(LoadImage()(image.convert("RGB")))
 
-    def detect(self, image: np.ndarray) -> list[np.ndarray]:
-        """The text lines' quadrilaterals (4 x 2, the image's pixels), without recognising them."""
-        threads, engine = self._take()
+    def detect(self, image: np.ndarray, threads: int | None = None) -> list[np.ndarray]:
+        """The text lines' quadrilaterals (4 x 2, the image's pixels), without recognising them; on an
+        engine of ``threads`` ONNX threads when given (detection ahead of the reader, index/work.py)."""
+        threads, engine = self._take(threads)
         try:
             result = engine(image, use_det=True, use_cls=False, use_rec=False)
         finally:
@@ -256,8 +258,14 @@ class FrameTextReader:
         self._last_lines: list[str] = []
         self._last_boxes: list[tuple[str, Box]] | None = None  # the last lines with boxes (frame pixels)
 
-    def lines(self, image: Image.Image) -> list[str]:
-        thumb = thumbnail(image)
+    def ahead(self) -> DetectAhead | None:
+        """A detector for the frame-reading thread (``DetectAhead``), or None when this reader does not
+        detect and recognise in separate steps."""
+        return DetectAhead(self.boxes) if self.boxes is not None else None
+
+    def lines(self, image: Image.Image, seen: Seen | None = None) -> list[str]:
+        """The frame's text lines; ``seen``: its thumbnail and detection made ahead (``DetectAhead``)."""
+        thumb = seen.thumb if seen is not None else thumbnail(image)
         last = self._last_thumb
         if last is not None:
             changed = np.abs(thumb - last) > self.skip_level
@@ -271,7 +279,7 @@ class FrameTextReader:
         scale = self._scale(image)
         small = self._resized(image, scale)
         if self.boxes is not None:
-            found = [(line.text, line.box) for line in self.boxes.read(image)]
+            found = [(line.text, line.box) for line in self.boxes.read(image, seen.quads if seen else None)]
             self._last_boxes, self._last_lines = found, [t for t, _ in found]
         elif hasattr(self.engine, "read_boxes"):
             found = [(t, _scaled(b, scale, 0.0, 0.0)) for t, b in self.engine.read_boxes(small)]
@@ -325,10 +333,44 @@ class FrameTextReader:
         self.stats.partial += 1
         return self._last_lines
 
-    def chunk_text(self, images: Sequence[Image.Image]) -> str:
-        """The distinct lines of a chunk's frames, in order of first appearance, one per line."""
-        seen: dict[str, None] = {}
+    def chunk_text(self, images: Sequence[Image.Image], ahead: Sequence[Seen] | None = None) -> str:
+        """The distinct lines of a chunk's frames, in order of first appearance, one per line; ``ahead``:
+        each frame's ``Seen`` from ``DetectAhead.see``."""
+        found: dict[str, None] = {}
+        for i, image in enumerate(images):
+            for line in self.lines(image, ahead[i] if ahead is not None else None):
+                found.setdefault(line, None)
+        return "\n".join(found)
+
+
+@dataclass
+class Seen:
+    """What the frame-reading thread made of a frame before the reader gets it."""
+
+    thumb: np.ndarray
+    quads: list[np.ndarray] | None  # the whole frame's text lines (ChangedLines.detect), None: not detected
+
+
+class DetectAhead:
+    """Detection of the frames that will be read whole, on the frame-reading thread (issue 43).
+
+    Detection needs nothing from the frames before, recognition does (which lines changed since read):
+    so while the reader recognises one chunk's lines, the thread that decodes the next chunk also detects
+    its text, each on one core. Which frames the reader will read whole is guessed from the thumbnails of
+    consecutive samples (a change over ``PARTIAL_MAX_SHARE`` of the frame, or the first frame); a wrong
+    guess costs time, never text: a frame read whole without a detection is detected by the reader, and
+    a detection the reader does not need is dropped.
+    """
+
+    def __init__(self, boxes: ChangedLines) -> None:
+        self.boxes = boxes
+        self._last: np.ndarray | None = None
+
+    def see(self, images: Sequence[Image.Image]) -> list[Seen]:
+        out = []
         for image in images:
-            for line in self.lines(image):
-                seen.setdefault(line, None)
-        return "\n".join(seen)
+            thumb = thumbnail(image)
+            whole = self._last is None or changed_share(thumb, self._last, self.boxes.skip_level) > PARTIAL_MAX_SHARE
+            out.append(Seen(thumb, self.boxes.detect(image, threads=1) if whole else None))
+            self._last = thumb
+        return out

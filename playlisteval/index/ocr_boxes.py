@@ -37,7 +37,7 @@ class BoxEngine(Protocol):
 
     def prepare(self, image: Image.Image) -> np.ndarray: ...
 
-    def detect(self, image: np.ndarray) -> list[np.ndarray]: ...
+    def detect(self, image: np.ndarray, threads: int | None = None) -> list[np.ndarray]: ...
 
     def crop(self, image: np.ndarray, quad: np.ndarray) -> np.ndarray: ...
 
@@ -103,11 +103,19 @@ class ChangedLines:
         self.lines: list[Line] = []
         self.stats = BoxStats()
 
-    def read(self, image: Image.Image) -> list[Line]:
-        """The frame's lines, top to bottom; the reader remembers them for the next frame."""
-        longest = max(image.size)
-        det_scale, rec_scale = min(1.0, self.detect_side / longest), min(1.0, self.max_side / longest)
-        quads = [q / det_scale for q in self.engine.detect(self.engine.prepare(_shrunk(image, det_scale)))]
+    def detect(self, image: Image.Image, threads: int | None = None) -> list[np.ndarray]:
+        """The frame's text lines' quadrilaterals in frame pixels: step 1 alone. It keeps no state, so it
+        can run ahead on another thread (ocr.DetectAhead, on ``threads`` ONNX threads)."""
+        det_scale = min(1.0, self.detect_side / max(image.size))
+        found = self.engine.detect(self.engine.prepare(_shrunk(image, det_scale)), threads)
+        return [q / det_scale for q in found]
+
+    def read(self, image: Image.Image, quads: list[np.ndarray] | None = None) -> list[Line]:
+        """The frame's lines, top to bottom; the reader remembers them for the next frame. ``quads``: the
+        frame's detection when already made (``detect``)."""
+        rec_scale = min(1.0, self.max_side / max(image.size))
+        if quads is None:
+            quads = self.detect(image)
         rec = self.engine.prepare(_shrunk(image, rec_scale))
         grey = rec.astype(np.float32).mean(axis=2)
         found: list[Line] = []

@@ -38,7 +38,7 @@ from playlisteval.index import leases as video_leases
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.languages import language_for
-from playlisteval.index.ocr import FrameTextReader, get_ocr
+from playlisteval.index.ocr import DetectAhead, FrameTextReader, Seen, get_ocr
 from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
 from playlisteval.logs import get_logger
@@ -250,17 +250,19 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     vectors: dict[int, np.ndarray] = {}
     window = max(1, cfg.vl_batch) if needs_frames(embedder) else _TEXT_WINDOW
     kept: dict[int, list[Image.Image]] = {}  # frames of this window, for an embedder that reads them
-    ahead = _FramesAhead(frames, times) if frames is not None else None
+    # the frame-reading thread also detects the text of frames the reader will read whole (ocr.DetectAhead)
+    ahead = _FramesAhead(frames, times, texter.ahead() if texter is not None else None) \
+        if frames is not None else None
     try:
         for first in range(0, len(spans), window):
             idxs = list(range(first, min(first + window, len(spans))))
             inputs: dict[int, ChunkInput] = {}
             for i in idxs:
-                images = ahead.take(i) if ahead is not None else []
+                images, seen = ahead.take(i) if ahead is not None else ([], None)
                 outcome.frames += len(images)
                 if texter is not None:
                     with phases.timed("OCR"):
-                        ocr_texts[i] = texter.chunk_text(images)
+                        ocr_texts[i] = texter.chunk_text(images, seen)
                 if needs_frames(embedder):
                     kept[i] = images
                 else:
@@ -318,20 +320,24 @@ class _FramesAhead:
     about the longer of the two instead of their sum (issue 26: decode was 0.6 s of the 5-minute 720p
     lecture's 4.5 s, all of it in series with OCR). Chunks are taken in order, each once."""
 
-    def __init__(self, frames: _ChunkFrames, times: list[list[float]]) -> None:
-        self.frames, self.times = frames, times
+    def __init__(self, frames: _ChunkFrames, times: list[list[float]], detect: DetectAhead | None = None) -> None:
+        self.frames, self.times, self.detect = frames, times, detect
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="frames")
-        self.pending: dict[int, Future[list[Image.Image]]] = {}
+        self.pending: dict[int, Future[tuple[list[Image.Image], list[Seen] | None]]] = {}
 
-    def _read(self, i: int) -> list[Image.Image]:
+    def _read(self, i: int) -> tuple[list[Image.Image], list[Seen] | None]:
         with phases.timed("decode"):
-            return self.frames.read(self.times[i])
+            images = self.frames.read(self.times[i])
+        if self.detect is None:
+            return images, None
+        with phases.timed("OCR detection ahead"):
+            return images, self.detect.see(images)
 
     def _submit(self, i: int) -> None:
         if i < len(self.times) and i not in self.pending:
             self.pending[i] = self.pool.submit(self._read, i)
 
-    def take(self, i: int) -> list[Image.Image]:
+    def take(self, i: int) -> tuple[list[Image.Image], list[Seen] | None]:
         self._submit(i)
         self._submit(i + 1)  # the next chunk decodes while this one is OCR'd
         return self.pending.pop(i).result()  # what reading raised (a corrupt file) is raised here
