@@ -117,3 +117,40 @@ def test_detection_made_ahead_gives_the_same_lines() -> None:
     with_ahead, alone = reader(), reader()
     assert [with_ahead.lines(f, s) for f, s in zip(frames, seen, strict=True)] == [alone.lines(f) for f in frames]
     assert with_ahead.lines(frames[0]) == ["00:03:00", "Slide 6: outwash plain"]
+
+
+def caption_frame(slide: str, seed: int) -> Image.Image:
+    """A moving, noisy background with ``slide`` on a half-transparent black box (as broadcast captions are
+    drawn): every pixel of the box changes from frame to frame, its glyphs do not."""
+    base = frame("", "", seed).convert("RGBA")
+    layer = Image.new("RGBA", base.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(layer)
+    draw.rectangle((40, 380, 900, 450), fill=(0, 0, 0, 115))
+    draw.text((60, 390), slide, font=ImageFont.truetype(FONT, 40), fill=(255, 255, 255, 255))
+    return Image.alpha_composite(base, layer).convert("RGB")
+
+
+def test_a_caption_on_a_see_through_box_is_kept_by_its_glyphs() -> None:
+    r = reader()
+    assert r.boxes is not None
+    first = r.lines(caption_frame("Slide 12: glacier moraine", 21))
+    assert "Slide 12: glacier moraine" in first
+    read_once = r.boxes.stats.read
+    assert "Slide 12: glacier moraine" in r.lines(caption_frame("Slide 12: glacier moraine", 26))
+    assert r.boxes.stats.read == read_once and r.boxes.stats.kept >= 1  # the box changed, its glyphs did not
+    # one digit changed: read again
+    assert "Slide 13: glacier moraine" in r.lines(caption_frame("Slide 13: glacier moraine", 31))
+
+
+def test_same_glyphs() -> None:
+    from playlisteval.index.ocr_boxes import same_glyphs
+
+    rng = np.random.default_rng(3)
+    text = np.full((20, 60), 60.0)
+    text[5:15, 10:12] = text[5:15, 30:32] = 250.0  # two strokes
+    moved = text + rng.normal(0, 6, text.shape) + np.where(text < 100, 30.0, 0.0)  # the background drifts
+    assert same_glyphs(text, moved)
+    other = moved.copy()
+    other[5:15, 30:32] = 60.0  # a stroke gone
+    assert not same_glyphs(text, other)
+    assert not same_glyphs(np.full((20, 60), 90.0), np.full((20, 60), 90.0))  # no contrast: not judged
