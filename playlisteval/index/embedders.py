@@ -48,8 +48,10 @@ def recipe(embedder: Embedder, ocr_weight: float) -> str:
     return f"{embedder.name}|text+ocr/w={ocr_weight:g}"
 
 
-def embed_chunks(embedder: Embedder, chunks: list[ChunkInput], ocr_weight: float = 1.0) -> np.ndarray:
-    """One unit-norm row per chunk (a zero row for a chunk with nothing to embed)."""
+def embed_chunks(embedder: Embedder, chunks: list[ChunkInput], ocr_weight: float = 1.0,
+                 known: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """One unit-norm row per chunk (a zero row for a chunk with nothing to embed); ``known``: texts
+    (stripped) already embedded by this embedder (embed_ahead.py), not embedded again."""
     own = getattr(embedder, "embed_chunks", None)
     if own is not None:
         return np.asarray(own(chunks), dtype=np.float32)
@@ -57,10 +59,14 @@ def embed_chunks(embedder: Embedder, chunks: list[ChunkInput], ocr_weight: float
     for chunk in chunks:
         texts.append(chunk.transcript.strip())
         texts.extend(line.strip() for line in chunk.ocr_lines)
-    nonempty = [i for i, t in enumerate(texts) if t]
+    known = known or {}
     vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-    if nonempty:
-        vectors[nonempty] = embedder.embed_texts([texts[i] for i in nonempty])
+    todo = [i for i, t in enumerate(texts) if t and t not in known]
+    if todo:
+        vectors[todo] = embedder.embed_texts([texts[i] for i in todo])
+    for i, text in enumerate(texts):
+        if text and text in known:
+            vectors[i] = known[text]
     out = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
     row = 0
     for i, chunk in enumerate(chunks):

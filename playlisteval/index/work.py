@@ -17,6 +17,7 @@ changed recipe) goes through the same path from its stored chunks: only the vect
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -36,6 +37,7 @@ from playlisteval.errors import ConfigError, MediaError
 from playlisteval.index import chunk_progress, heap, phases
 from playlisteval.index import leases as video_leases
 from playlisteval.index.chunking import chunk_spans
+from playlisteval.index.embed_ahead import EmbedAhead
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.languages import language_for
 from playlisteval.index.ocr import DetectAhead, FrameTextReader, Seen, get_ocr
@@ -246,6 +248,11 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     if needs_frames(embedder):  # the vector depends on which frames of which file were read
         rec += f"|frames={per_chunk}|keyed|{video.sha256 or info.size}"
     ocr_texts = [c.ocr_text for c in stored] if not outcome.full else ["" for _ in spans]
+    # a new video's texts are embedded as they come, beside the frames (embed_ahead.py)
+    early = EmbedAhead(embedder) if outcome.full and not have and not needs_frames(embedder) \
+        and getattr(embedder, "embed_chunks", None) is None else None
+    if early is not None:
+        early.submit(lambda: heard.result().texts)
     hashes: list[str] = ["" for _ in spans]
     vectors: dict[int, np.ndarray] = {}
     window = max(1, cfg.vl_batch) if needs_frames(embedder) else _TEXT_WINDOW
@@ -263,6 +270,8 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                 if texter is not None:
                     with phases.timed("OCR"):
                         ocr_texts[i] = texter.chunk_text(images, seen)
+                    if early is not None:
+                        early.submit(functools.partial(str.split, ocr_texts[i], "\n"))
                 if needs_frames(embedder):
                     kept[i] = images
                 else:
@@ -282,9 +291,12 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
             kept.clear()
             if inputs:
                 with phases.timed("embedding"):
-                    rows = embed_chunks(embedder, list(inputs.values()), cfg.ocr_weight)
+                    rows = embed_chunks(embedder, list(inputs.values()), cfg.ocr_weight,
+                                        early.known() if early is not None else None)
                 vectors.update(zip(inputs, rows, strict=True))
     finally:
+        if early is not None:
+            early.close()
         if ahead is not None:
             ahead.close()  # before the reader it uses is closed
         if frames is not None:
