@@ -106,7 +106,8 @@ class IndexSettings(Section):
     ocr_max_side: PositiveInt = 640  # frames are shrunk to this longest side before OCR (cost grows with area)
     # a whole frame's text lines are found on the frame shrunk to this longest side, then only lines that
     # are new or changed are recognised, at ocr_max_side (index/ocr_boxes.py); 0: detect and recognise
-    # every line at ocr_max_side. Smaller is faster but misses text under ~8 px tall at this size.
+    # every line at ocr_max_side. Smaller is faster but misses text under ~8 px tall at this size. A line is
+    # unchanged when its pixels are, or its glyphs (ocr_boxes.same_glyphs: a caption on a see-through box).
     ocr_detect_side: NonNegativeInt = 384
     ocr_min_score: Share = 0.5  # recognised lines below this confidence are dropped
     # a frame is not re-read when under ocr_skip_share of its 64x64 grey thumbnail differs from the last
