@@ -97,19 +97,17 @@ class Mirror:
             return SyncStats({name: "unchanged" for name in self.columns})  # no commit since: nothing read
         side = None if meanwhile is None else threading.Thread(target=_quietly, args=(meanwhile,),
                                                                 name="analytics-meanwhile", daemon=True)
-        if side is not None:
-            side.start()
         try:
-            return self._copy_retried(database)
+            return self._copy_retried(database, side)
         finally:
-            if side is not None:
+            if side is not None and side.is_alive():
                 side.join()
 
-    def _copy_retried(self, database: str | None) -> SyncStats:
+    def _copy_retried(self, database: str | None, side: threading.Thread | None) -> SyncStats:
         for _attempt in range(RETRIES):
             # the scanner holds no snapshot across tables on SQLite: a sync that saw a commit is done again
             before = _settled_stamp(database) if database else ()
-            stats = self._sync_once()
+            stats = self._sync_once(side)
             if (_stamp(database) if database else ()) == before:
                 if database:
                     self._remember(before)
@@ -135,7 +133,10 @@ class Mirror:
         values = [scan.literal(STORE_ROW), scan.literal(self._store_state(stamp)), "0", "0", "'[]'", "'[]'"]
         self.con.execute(f"INSERT OR REPLACE INTO {META} VALUES ({', '.join(values)})")
 
-    def _sync_once(self) -> SyncStats:
+    def _sync_once(self, side: threading.Thread | None = None) -> SyncStats:
+        """One copy of every table; ``side`` (Mirror.sync's ``meanwhile``) is started as the big append-only
+        tables' copy starts: those are a few long statements, where the small tables' many short ones would
+        each wait for the GIL behind the side thread's Python."""
         actions: dict[str, str] = {}
         # rows written in whatever order DuckDB's threads finish them: the big tables' copy then uses both
         # cores (cold report at 1M + 1M: the copy 1.27 s -> 0.97 s, the same CPU, measured), where keeping
@@ -147,8 +148,11 @@ class Mirror:
         try:  # the state a previous sync remembered is not this one's until it has finished
             self.con.execute(f"DELETE FROM {META} WHERE name = {scan.literal(STORE_ROW)}")
             runs = self._runs() if "judge_run" in self.columns else None
-            for name, columns in self.columns.items():
-                actions[name] = self._table(name, columns, runs)
+            # the small tables first, the big ones last (one transaction: the order changes nothing copied)
+            for name in sorted(self.columns, key=lambda n: n in APPEND):
+                if name in APPEND and side is not None and side.ident is None:
+                    side.start()
+                actions[name] = self._table(name, self.columns[name], runs)
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
