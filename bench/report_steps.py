@@ -35,8 +35,9 @@ class Clock:
 def report(project: Path, out: Path) -> dict[str, Any]:
     """What `playlisteval report OUT --quiet` does: the analytics file synced, the sections (reused from
     the last report when nothing changed, analytics/section_cache.py) and the page written."""
-    from playlisteval.analytics.report import choose_benchmark, import_sections, leaderboard_rows, write_report
+    from playlisteval.analytics.report import choose_benchmark, leaderboard_rows, write_report
     from playlisteval.analytics.runner import Analytics
+    from playlisteval.analytics.section_threads import import_sections
     from playlisteval.config import load_settings
     from playlisteval.store import open_store
 

@@ -178,64 +178,36 @@ def _run_said(r: dict[str, Any]) -> str:
 ExtraSection = Callable[[Settings], Section | None]
 
 
-def import_sections() -> None:
-    """Load the sections' modules (and scipy.stats under them, ~0.6 CPU-s together): given to Analytics as
-    ``meanwhile``, this runs while DuckDB copies the store, on the core the copy leaves free. A report
-    whose sections are kept (section_cache) copies nothing, so it never imports them (issue 26: report
-    with nothing changed <= 1 s)."""
-    from playlisteval.analytics import (  # noqa: F401 - imported for their side effect: loaded
-        check_sections,
-        rate_sections,
-        retriever_ablation,
-        trust_sections,
-        verdict_health,
-    )
-
-
-SECTION_THREADS = 2  # sections computed side by side: one's Python runs while another's query runs in DuckDB
-
-
 def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | None,
                    progress: Callable[[str, int, int], None] | None = None,
                    extra: Sequence[ExtraSection] = ()) -> list[Section]:
     # the sections' modules (attribution, power, figures …) load when sections are computed: a report whose
     # sections are kept (section_cache) never imports them (issue 26: report with nothing changed <= 1 s)
-    from concurrent.futures import ThreadPoolExecutor
-
-    from playlisteval.analytics import check_sections, rate_sections, retriever_ablation, trust_sections
+    from playlisteval.analytics import (
+        check_sections,
+        rate_sections,
+        retriever_ablation,
+        section_threads,
+        trust_sections,
+    )
     from playlisteval.analytics.rates import Bootstrap
 
     boot = Bootstrap.of(settings)
-    makers: list[Callable[[], Section]] = [
-        lambda: rate_sections.leaderboard(an, bench, boot), lambda: rate_sections.gap(an, bench, boot),
-        lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
-        lambda: check_sections.attribution(an, bench, boot),  # issue 20: Figs 9–12
-        lambda: rate_sections.bias(an, bench, boot), lambda: rate_sections.sweeps(an, bench, boot),
-        lambda: rate_sections.shortcuts(an, bench, boot),
-        lambda: trust_sections.section(an, bench, boot, settings.eval.evidence),  # issue 21
-        lambda: rate_sections.retrieval(an, boot),
-        lambda: retriever_ablation.section(an, boot),  # issue 20: Tables 2 and 4, Figs 5 right and 8
-        lambda: check_sections.external(an, bench, boot),  # issue 20: Fig. 7
-        lambda: _stats(an, bench), lambda: _cost(an)]
-    # Each section is a function of the analytics file alone (its intervals seeded by the project's seed,
-    # never by a shared generator), so computing them side by side gives the same page: the trust figures'
-    # and the attribution's Python (~3 CPU-s at 1M judgments) run while the rate sections' queries run in
-    # DuckDB, which releases the GIL (Analytics holds one query at a time on the connection).
-    an.ensure_views()  # made once, before any thread asks
-    sections: list[Section] = []
-    with ThreadPoolExecutor(SECTION_THREADS, thread_name_prefix="report-section") as pool:
-        futures = [pool.submit(make) for make in makers]
-        for done, future in enumerate(futures):  # in the page's order, so a bar can say how far it is
-            if progress:
-                progress("report sections", done, len(makers))
-            try:
-                sections.append(future.result())
-            except BaseException:
-                for left in futures:  # the first failure is the report's: the rest is not waited for
-                    left.cancel()
-                raise
-    if progress:
-        progress("report sections", len(makers), len(makers))
+    makers: list[tuple[str, Callable[[], Section]]] = [
+        ("leaderboard", lambda: rate_sections.leaderboard(an, bench, boot)),
+        ("gap", lambda: rate_sections.gap(an, bench, boot)),
+        ("scope", lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order)),
+        ("attribution", lambda: check_sections.attribution(an, bench, boot)),  # issue 20: Figs 9–12
+        ("bias", lambda: rate_sections.bias(an, bench, boot)),
+        ("sweeps", lambda: rate_sections.sweeps(an, bench, boot)),
+        ("shortcuts", lambda: rate_sections.shortcuts(an, bench, boot)),
+        ("trust", lambda: trust_sections.section(an, bench, boot, settings.eval.evidence)),  # issue 21
+        ("retrieval", lambda: rate_sections.retrieval(an, boot)),
+        ("ablation", lambda: retriever_ablation.section(an, boot)),  # issue 20: Tables 2 and 4, Figs 5 right and 8
+        ("external", lambda: check_sections.external(an, bench, boot)),  # issue 20: Fig. 7
+        ("stats", lambda: _stats(an, bench)), ("cost", lambda: _cost(an))]
+    an.ensure_views()  # made once, before the threads ask
+    sections = section_threads.compute(makers, progress)  # side by side, in this order (section_threads.py)
     unfinished = unfinished_runs(an, bench)
     for section in sections:  # a run that is not finished is never shown as a plain result (issue 9)
         if section.id in ("leaderboard", "gap", "scope", "bias") and unfinished:

@@ -208,7 +208,8 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
     (no password), the benchmark's version and content hash, the settings and protocol digests and the
     models of each role (also `provenance` in --json).
     """
-    from playlisteval.analytics.report import choose_benchmark, import_sections, write_page
+    from playlisteval.analytics.report import choose_benchmark, write_page
+    from playlisteval.analytics.section_threads import import_sections
     from playlisteval.human.report_section import html_section
 
     blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
