@@ -1,8 +1,9 @@
 """The report's failure attribution (paper Figs 9–12 analogue) and external validity (paper Fig. 7)
 sections (issue 20 deliverables 4, 5): both made from what `eval attribute` and `eval correlate` compute.
 
-Attribution reads the judgments' evidence records from the store (the analytics copy leaves those bulky
-columns out); its inputs are the judgment rows, so an unchanged store gives the same section. The
+Attribution reads the losses from the analytics file's judgments and, for the few that need one (a wrong
+verdict, an example), their evidence records from the store (the analytics copy leaves those bulky columns
+out: attribution_losses.py); its inputs are the judgment rows, so an unchanged store gives the same section. The
 correlation reads the last `eval correlate` input (``external_score``, copied beside the other tables) and
 each judge's main-run accuracy; with no input given it says how to give one.
 """
