@@ -81,6 +81,7 @@ class Mirror:
         """``ordered``: each table's rows kept in the store's order (slower: one core writes them)."""
         self.con, self.engine, self.sqlite, self.columns = con, engine, sqlite, columns
         self.ordered = ordered
+        self._side: threading.Thread | None = None  # sync's meanwhile, while a sync runs
         self.identity = self._identity()
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {META} (name VARCHAR PRIMARY KEY, signature VARCHAR, "
                          "n BIGINT, max_id BIGINT, open_ids VARCHAR, runs VARCHAR)")
@@ -97,17 +98,19 @@ class Mirror:
             return SyncStats({name: "unchanged" for name in self.columns})  # no commit since: nothing read
         side = None if meanwhile is None else threading.Thread(target=_quietly, args=(meanwhile,),
                                                                 name="analytics-meanwhile", daemon=True)
+        self._side = side  # started by _sync_once as the big tables' copy starts
         try:
-            return self._copy_retried(database, side)
+            return self._copy_retried(database)
         finally:
+            self._side = None
             if side is not None and side.is_alive():
                 side.join()
 
-    def _copy_retried(self, database: str | None, side: threading.Thread | None) -> SyncStats:
+    def _copy_retried(self, database: str | None) -> SyncStats:
         for _attempt in range(RETRIES):
             # the scanner holds no snapshot across tables on SQLite: a sync that saw a commit is done again
             before = _settled_stamp(database) if database else ()
-            stats = self._sync_once(side)
+            stats = self._sync_once()
             if (_stamp(database) if database else ()) == before:
                 if database:
                     self._remember(before)
@@ -133,8 +136,8 @@ class Mirror:
         values = [scan.literal(STORE_ROW), scan.literal(self._store_state(stamp)), "0", "0", "'[]'", "'[]'"]
         self.con.execute(f"INSERT OR REPLACE INTO {META} VALUES ({', '.join(values)})")
 
-    def _sync_once(self, side: threading.Thread | None = None) -> SyncStats:
-        """One copy of every table; ``side`` (Mirror.sync's ``meanwhile``) is started as the big append-only
+    def _sync_once(self) -> SyncStats:
+        """One copy of every table; ``_side`` (Mirror.sync's ``meanwhile``) is started as the big append-only
         tables' copy starts: those are a few long statements, where the small tables' many short ones would
         each wait for the GIL behind the side thread's Python."""
         actions: dict[str, str] = {}
@@ -150,8 +153,8 @@ class Mirror:
             runs = self._runs() if "judge_run" in self.columns else None
             # the small tables first, the big ones last (one transaction: the order changes nothing copied)
             for name in sorted(self.columns, key=lambda n: n in APPEND):
-                if name in APPEND and side is not None and side.ident is None:
-                    side.start()
+                if name in APPEND and self._side is not None and self._side.ident is None:
+                    self._side.start()
                 actions[name] = self._table(name, self.columns[name], runs)
             self.con.execute("COMMIT")
         except BaseException:
