@@ -37,13 +37,14 @@ def report(project: Path, out: Path) -> dict[str, Any]:
     the last report when nothing changed, analytics/section_cache.py) and the page written."""
     from playlisteval.analytics.report import choose_benchmark, leaderboard_rows, write_report
     from playlisteval.analytics.runner import Analytics
+    from playlisteval.analytics.section_threads import import_sections
     from playlisteval.config import load_settings
     from playlisteval.store import open_store
 
     settings = load_settings(project)
     engine = open_store(settings)
     clock = Clock()
-    an = Analytics(engine, settings)
+    an = Analytics(engine, settings, meanwhile=import_sections)  # as `playlisteval report` does
     load = clock.lap()
     with an:
         write_report(an, settings, out)

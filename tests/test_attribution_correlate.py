@@ -203,3 +203,22 @@ def test_every_run_read_at_once_classifies_as_each_judgment_one_by_one(selected:
     for run, got in zip(runs, together, strict=True):  # outside the read above: one store transaction at a time
         assert got.as_json() == attribute(engine, run, seed=5).as_json()
     assert sum(sum(a.counts.values()) for a in together) > 0
+
+
+def test_the_reports_read_of_the_analytics_file_classifies_as_the_stores(selected: Path, tmp_path: Path) -> None:
+    """The report reads the losses from the analytics file's copy and only the evidence it needs from the
+    store, by id (attribution_losses.from_analytics, issue 43): every run's counts, shares and examples must
+    be what reading the store gives, wrong verdicts (whose evidence is read) included."""
+    from playlisteval.analytics import Analytics
+    from playlisteval.analytics.attribution import NO_VERDICT, attribute_runs
+
+    settings = copy_of(selected, tmp_path / "p")
+    runs = [r["run_id"] for r in (json_lines(cli(settings, "eval", "judge", "--judge", judge, "--json"))[0]
+                                  for judge in ("sim/judge", "sim/reward", "shortcut/random"))]
+    engine = open_store(settings)
+    from_store = attribute_runs(engine, runs, seed=5)
+    with Analytics(engine, settings) as an:
+        from_file = attribute_runs(engine, runs, seed=5, an=an)
+    assert [a.as_json() for a in from_file] == [a.as_json() for a in from_store]
+    # a category read from the evidence, not only no-verdicts
+    assert any(n for a in from_store for c, n in a.counts.items() if c != NO_VERDICT)

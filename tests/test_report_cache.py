@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import Analytics, report, section_cache
+from playlisteval.analytics import Analytics, report, section_cache, section_threads
 from playlisteval.analytics.tabular import Section
 from playlisteval.config import Settings
 from playlisteval.eval.runs import drop_run
@@ -173,3 +173,34 @@ def test_content_hashes_are_kept_with_the_synced_state(store: Any, tmp_path: Pat
         again = section_cache._content(an, names)
     assert again != [["marked", 0, "0"]] and [r[0] for r in again] == [r[0] for r in hashed]
     assert again != hashed  # the item table's row changed
+
+
+def test_sections_computed_side_by_side_are_the_ones_computed_one_by_one(store: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """build_sections computes the sections on section_threads.THREADS threads (issue 43): the sections must
+    be the ones a single thread computes, in the same order."""
+    settings, engine = store
+    with Analytics(engine, settings, file=False) as an:
+        bench = report.choose_benchmark(an, None)
+        monkeypatch.setattr(section_threads, "THREADS", 1)
+        alone = report.build_sections(an, settings, bench)
+        monkeypatch.setattr(section_threads, "THREADS", 4)
+        together = report.build_sections(an, settings, bench)
+    assert len(alone) > 10 and [s.id for s in together] == [s.id for s in alone]
+    assert together == alone
+
+
+def test_the_sections_imports_run_while_the_store_is_copied_only_when_it_is(store: Any) -> None:
+    """``meanwhile`` (section_threads.import_sections in `playlisteval report`) runs on another thread during a
+    sync that copies rows, and not at all when nothing changed since the last one (a kept report imports
+    nothing it does not use, issue 26)."""
+    import threading
+
+    settings, engine = store
+    seen: list[str] = []
+    with Analytics(engine, settings, meanwhile=lambda: seen.append(threading.current_thread().name)):
+        pass
+    assert seen == ["analytics-meanwhile"]
+    with Analytics(engine, settings, meanwhile=lambda: seen.append("again")) as an:
+        assert an.sync is not None and set(an.sync.actions.values()) == {"unchanged"}
+    assert seen == ["analytics-meanwhile"]

@@ -75,8 +75,10 @@ def _per_cluster(rows: NDArray[np.float64], codes: NDArray[np.int64]) -> NDArray
     """Rows summed per cluster, clusters with no observation left out, in a canonical (sorted) order."""
     if not len(codes):
         return np.zeros((0, rows.shape[1]))
-    out = np.zeros((int(codes.max()) + 1, rows.shape[1]))
-    np.add.at(out, codes, rows)
+    # a bincount per column: the same sums in the same order as np.add.at (one row after another), which is
+    # unbuffered and was most of the agreement figures (325 judge pairs at 1M judgments)
+    k = int(codes.max()) + 1
+    out = np.stack([np.bincount(codes, weights=rows[:, j], minlength=k) for j in range(rows.shape[1])], axis=1)
     out = out[out.sum(axis=1) > 0]
     return out[np.lexsort(out.T[::-1])]
 

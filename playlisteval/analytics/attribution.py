@@ -30,20 +30,23 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import String, type_coerce
-from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
 
+from playlisteval.analytics import attribution_losses
+from playlisteval.analytics.attribution_losses import Losses
 from playlisteval.analytics.intervals import Interval, Request, cluster_sums, intervals_from_sums
 from playlisteval.eval.shortcuts import is_shortcut
 from playlisteval.prompts.citations import parse_citations
 from playlisteval.store.engine import read
 from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
+
+if TYPE_CHECKING:
+    from playlisteval.analytics.runner import Analytics
 
 NO_VERDICT, NOT_RETRIEVED, NOT_SAMPLED, SERVED_WRONG, UNCITED, NO_EVIDENCE = (
     "no_verdict", "not_retrieved", "not_sampled", "served_wrong", "uncited", "no_evidence")
@@ -98,13 +101,6 @@ def _touched(chunks: list[tuple[float, float, int]], ends: float, ranges: list[t
             if a < hi and lo < b:
                 out.add(cid)
     return out
-
-
-#: A judgment that is not a win, with its pair's columns: one row of ``_losses``' query, kept as the driver's
-#: tuple (run_id, pair_id, outcome, score, verdict, evidence as read, item_id, set_id, better_rating,
-#: worse_rating); ``_PAIR`` … name the positions read.
-_Loss = tuple[Any, ...]
-_PAIR, _OUTCOME, _SCORE, _VERDICT, _EVIDENCE, _ITEM, _SET, _BETTER, _WORSE = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 
 class HopSource:
@@ -171,12 +167,13 @@ class HopSource:
         return self._made[key]
 
 
-def _hops(source: HopSource, pairs: Sequence[_Loss]) -> dict[int, tuple[str, list[Hop | None]]]:
+def _hops(source: HopSource, losses: Losses) -> dict[int, tuple[str, list[Hop | None]]]:
     """item → (gold answer, [hop 1, hop 2]), from the answer set of the item's first loss."""
     out: dict[int, tuple[str, list[Hop | None]]] = {}
-    for pair in pairs:
-        if pair[_ITEM] not in out:
-            out[pair[_ITEM]] = source.hops(pair[_ITEM], pair[_SET])
+    _, first = np.unique(losses.item, return_index=True)
+    for i in first.tolist():
+        item = int(losses.item[i])
+        out[item] = source.hops(item, losses.set_id[i])
     return out
 
 
@@ -207,52 +204,39 @@ def _record(raw: Any) -> Any:
     return json.loads(raw) if isinstance(raw, str | bytes) else raw
 
 
-def _losses(s: Any, run_ids: Sequence[int]) -> dict[int, list[_Loss]]:
-    """Every judgment of ``run_ids`` that is not a win, by run, in pair order: one query for all runs, on
-    the driver's own cursor (SQLAlchemy's rows cost more than the query at 200k losses) with the evidence
-    as read (``_record``: decoded only for the judgments whose category or example reads it — a
-    no-verdict's never is, and decoding every record was most of the report's attribution section)."""
-    stmt = (core_select(*(col(c) for c in (Judgment.run_id, Judgment.pair_id, Judgment.outcome, Judgment.score,
-                                           Judgment.verdict)), type_coerce(col(Judgment.evidence), String),
-                        *(col(c) for c in (Pair.item_id, Pair.set_id, Pair.better_rating, Pair.worse_rating)))
-            .join(Pair, col(Pair.id) == col(Judgment.pair_id))
-            .where(col(Judgment.run_id).in_([int(r) for r in run_ids]) & (col(Judgment.score) < 1.0))
-            .order_by(col(Judgment.run_id), col(Judgment.pair_id)))
-    connection = s.connection()
-    # run ids are integers, bound as literals: a driver's own placeholders differ (qmark, pyformat)
-    sql = str(stmt.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
-    cursor = connection.connection.driver_connection.cursor()
-    try:
-        cursor.execute(sql)
-        rows = cursor.fetchall()
-    finally:
-        cursor.close()
-    out: dict[int, list[_Loss]] = {int(r): [] for r in run_ids}
-    for row in rows:
-        out[row[0]].append(row)
-    return out
-
-
 def attribute(engine: Engine, run_id: int, *, seed: int, source: HopSource | None = None) -> Attribution:
     """Classify every wrong or no-verdict judgment of run ``run_id``; ``source``: hops read for many runs
     (``HopSource.for_every_pair``), else read for this run's losses."""
     return attribute_runs(engine, [run_id], seed=seed, source=source)[0]
 
 
-def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int,
-                   source: HopSource | None = None) -> list[Attribution]:
-    """``attribute`` of each run, in order, from one read of the store (the report's every main run)."""
+def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int, source: HopSource | None = None,
+                   an: Analytics | None = None) -> list[Attribution]:
+    """``attribute`` of each run, in order, from one read of the store (the report's every main run); with
+    ``an`` (the report) the judgments are the analytics file's copy, the evidence records read from the
+    store only where needed (attribution_losses.py)."""
     with read(engine) as s:  # reads only: no write lock on the store while the losses are read
-        runs = {int(i or 0): (str(j), str(e), str(sc)) for i, j, e, sc in s.exec(
-            select(JudgeRun.id, JudgeRun.judge, JudgeRun.evidence, JudgeRun.scope)
-            .where(col(JudgeRun.id).in_(list(run_ids)))).all()}
+        if an is None:
+            runs = {int(i or 0): (str(j), str(e), str(sc)) for i, j, e, sc in s.exec(
+                select(JudgeRun.id, JudgeRun.judge, JudgeRun.evidence, JudgeRun.scope)
+                .where(col(JudgeRun.id).in_(list(run_ids)))).all()}
+        else:
+            runs = {int(r["id"]): (str(r["judge"]), str(r["evidence"]), str(r["scope"])) for r in an.rows(
+                "SELECT id, judge, evidence, scope FROM judge_run WHERE id IN "
+                f"({', '.join(str(int(r)) for r in run_ids) or 'NULL'})")}
         if missing := [r for r in run_ids if r not in runs]:
             raise LookupError(f"no judge run {missing[0]} (see `playlisteval eval runs`)")
-        judged = {int(r): int(n) for r, n in s.exec(
-            select(Judgment.run_id, func.count()).where(col(Judgment.run_id).in_(list(run_ids)))
-            .group_by(col(Judgment.run_id))).all()}
-        # columns, not ORM objects: building 400k Judgment and Pair instances was most of the time
-        losses = _losses(s, run_ids)
+        if an is None:
+            judged = {int(r): int(n) for r, n in s.exec(
+                select(Judgment.run_id, func.count()).where(col(Judgment.run_id).in_(list(run_ids)))
+                .group_by(col(Judgment.run_id))).all()}
+            # columns, not ORM objects: building 400k Judgment and Pair instances was most of the time
+            losses = attribution_losses.from_store(s, run_ids)
+        else:
+            judged = {int(r["run_id"]): int(r["n"]) for r in an.rows(
+                "SELECT run_id, count(*) AS n FROM judgment WHERE run_id IN "
+                f"({', '.join(str(int(r)) for r in run_ids)}) GROUP BY run_id")}
+            losses = attribution_losses.from_analytics(an, engine, run_ids)
         if source is None:  # one run (`eval attribute RUN`): only what its losses need
             source = HopSource.for_run(s, run_ids[0]) if len(run_ids) == 1 else HopSource.for_every_pair(s)
         # per run, as one run alone reads them (an item's hops come from its first loss's answer set)
@@ -265,36 +249,53 @@ def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int,
         if len(codes):
             requests += [(*cluster_sums((codes == k).astype(np.float64), clusters), None)
                          for k in range(len(CATEGORIES))]
-    shares = iter(intervals_from_sums(requests, seed=seed))
+    shares = iter(_distinct_intervals(requests, seed))
     for out, codes, _ in made:
         for c in CATEGORIES:  # the items numbered once for the six shares (intervals.cluster_codes)
             out.shares[c] = next(shares) if len(codes) else None
     return [out for out, _, _ in made]
 
 
-def _classify(out: Attribution, losses: list[_Loss], hops: dict[int, tuple[str, list[Hop | None]]]
+def _distinct_intervals(requests: list[Request], seed: int) -> list[Interval]:
+    """``intervals_from_sums`` of each request, each distinct one computed once: a run's categories it never
+    saw share its clusters' counts with zero sums, so most runs repeat the same request (at 1M judgments 150
+    distinct of 450, a third of the beta-binomial batch). An interval is a function of its request alone (no
+    generator shared along the batch) and frozen, so a repeat gets the same object."""
+    first: dict[bytes, int] = {}
+    index = [first.setdefault(np.asarray(sums, np.float64).tobytes() + b"/" + np.asarray(counts, np.float64).tobytes()
+                              + repr(rest).encode(), len(first)) for sums, counts, *rest in requests]
+    unique: dict[int, Request] = {}
+    for r, i in zip(requests, index, strict=True):
+        unique.setdefault(i, r)
+    drawn = intervals_from_sums([unique[i] for i in range(len(first))], seed=seed)
+    return [drawn[i] for i in index]
+
+
+def _classify(out: Attribution, losses: Losses, hops: dict[int, tuple[str, list[Hop | None]]]
               ) -> tuple[Attribution, NDArray[np.int64], NDArray[np.int64]]:
     """The run's counts and examples; its judgments' category codes and clusters (for the shares)."""
     n = len(losses)
-    columns = list(zip(*losses, strict=True)) if n else [()] * (_WORSE + 1)  # transposed in C
-    scores = np.array(columns[_SCORE], dtype=np.float64)
-    clusters = np.array(columns[_ITEM], dtype=np.int64)
+    scores, clusters = losses.score, losses.item
     # a no-verdict (category_of's first test) needs neither its hops nor its record: set at once
     codes = np.full(n, CATEGORIES.index(NO_VERDICT), dtype=np.int64)
-    verdict = (np.array(columns[_OUTCOME], dtype=object) == "verdict").astype(bool) & (scores != 0.5)
+    verdict = (np.array(losses.outcome, dtype=object) == "verdict").astype(bool) & (scores != 0.5)
     shortcut = is_shortcut(out.judge)
-    for i in np.flatnonzero(verdict).tolist():
-        j = losses[i]
-        codes[i] = CATEGORIES.index(category_of(j[_OUTCOME], j[_SCORE], hops[j[_ITEM]][1],
-                                                _record(j[_EVIDENCE]) or {}, shortcut))
+    judged = np.flatnonzero(verdict).tolist()
+    for i, raw in zip(judged, losses.records(judged), strict=True):
+        codes[i] = CATEGORIES.index(category_of(str(losses.outcome[i]), float(scores[i]), hops[int(clusters[i])][1],
+                                                _record(raw) or {}, shortcut))
+    # the first EXAMPLES of each category, in pair order
+    shown = [(c, np.flatnonzero(codes == k)[:EXAMPLES].tolist()) for k, c in enumerate(CATEGORIES)]
+    every = [i for _, positions in shown for i in positions]
+    served_of = dict(zip(every, (_record(raw) for raw in losses.records(every)), strict=True))
     examples: dict[str, list[dict[str, Any]]] = {c: [] for c in CATEGORIES}
-    for k, c in enumerate(CATEGORIES):  # the first EXAMPLES of each category, in pair order
-        for i in np.flatnonzero(codes == k)[:EXAMPLES].tolist():
-            j, served = losses[i], _record(losses[i][_EVIDENCE])
+    for c, positions in shown:
+        for i in positions:
+            item, served = int(clusters[i]), served_of[i]
             examples[c].append({
-                "pair_id": j[_PAIR], "item_id": j[_ITEM], "ratings": f"{j[_BETTER]}>{j[_WORSE]}",
-                "verdict": j[_VERDICT], "outcome": j[_OUTCOME], "show": f"playlisteval show {j[_ITEM]}",
-                "cited_chunks": [sorted(h.chunks) if h else [] for h in hops[j[_ITEM]][1]],
+                "pair_id": losses.pair[i], "item_id": item, "ratings": f"{losses.better[i]}>{losses.worse[i]}",
+                "verdict": losses.verdict[i], "outcome": losses.outcome[i], "show": f"playlisteval show {item}",
+                "cited_chunks": [sorted(h.chunks) if h else [] for h in hops[item][1]],
                 "served_chunks": list(served.get("chunks") or []) if served else []})
     counts = np.bincount(codes, minlength=len(CATEGORIES))
     out.counts = {c: int(counts[k]) for k, c in enumerate(CATEGORIES)}

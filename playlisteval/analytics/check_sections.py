@@ -1,8 +1,9 @@
 """The report's failure attribution (paper Figs 9–12 analogue) and external validity (paper Fig. 7)
 sections (issue 20 deliverables 4, 5): both made from what `eval attribute` and `eval correlate` compute.
 
-Attribution reads the judgments' evidence records from the store (the analytics copy leaves those bulky
-columns out); its inputs are the judgment rows, so an unchanged store gives the same section. The
+Attribution reads the losses from the analytics file's judgments and, for the few that need one (a wrong
+verdict, an example), their evidence records from the store (the analytics copy leaves those bulky columns
+out: attribution_losses.py); its inputs are the judgment rows, so an unchanged store gives the same section. The
 correlation reads the last `eval correlate` input (``external_score``, copied beside the other tables) and
 each judge's main-run accuracy; with no input given it says how to give one.
 """
@@ -43,8 +44,9 @@ def attribution(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) ->
     series: dict[str, list[plots.Value]] = {LABELS[c]: [] for c in CATEGORIES}
     with read(an.engine) as s:  # every run's losses look up the same questions' hops: read once (no write lock)
         source = HopSource.for_every_pair(s)
-    # every run's losses in one read of the store (per run, 75 queries were most of the section)
-    results = attribute_runs(an.engine, [int(r["run_id"]) for r in runs], seed=boot.seed, source=source)
+    # every run's losses in one query of the analytics file's judgments (per run, 75 queries of the store were
+    # most of the section; one query of the store, 300k rows as tuples, ~0.6 CPU-s at 1M judgments)
+    results = attribute_runs(an.engine, [int(r["run_id"]) for r in runs], seed=boot.seed, source=source, an=an)
     for r, result in zip(runs, results, strict=True):
         examples = [f"{e['pair_id']} ({c.replace('_', ' ')})" for c in CATEGORIES for e in result.examples[c][:1]]
         table.rows.append([str(r["run_id"]), shown_name(str(r["judge"])), str(r["evidence"]), str(r["scope"]),

@@ -183,28 +183,31 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
                    extra: Sequence[ExtraSection] = ()) -> list[Section]:
     # the sections' modules (attribution, power, figures …) load when sections are computed: a report whose
     # sections are kept (section_cache) never imports them (issue 26: report with nothing changed <= 1 s)
-    from playlisteval.analytics import check_sections, rate_sections, retriever_ablation, trust_sections
+    from playlisteval.analytics import (
+        check_sections,
+        rate_sections,
+        retriever_ablation,
+        section_threads,
+        trust_sections,
+    )
     from playlisteval.analytics.rates import Bootstrap
 
     boot = Bootstrap.of(settings)
-    makers: list[Callable[[], Section]] = [
-        lambda: rate_sections.leaderboard(an, bench, boot), lambda: rate_sections.gap(an, bench, boot),
-        lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order),
-        lambda: check_sections.attribution(an, bench, boot),  # issue 20: Figs 9–12
-        lambda: rate_sections.bias(an, bench, boot), lambda: rate_sections.sweeps(an, bench, boot),
-        lambda: rate_sections.shortcuts(an, bench, boot),
-        lambda: trust_sections.section(an, bench, boot, settings.eval.evidence),  # issue 21
-        lambda: rate_sections.retrieval(an, boot),
-        lambda: retriever_ablation.section(an, boot),  # issue 20: Tables 2 and 4, Figs 5 right and 8
-        lambda: check_sections.external(an, bench, boot),  # issue 20: Fig. 7
-        lambda: _stats(an, bench), lambda: _cost(an)]
-    sections: list[Section] = []
-    for done, make in enumerate(makers):  # one at a time, so a bar can say how far the report is
-        if progress:
-            progress("report sections", done, len(makers))
-        sections.append(make())
-    if progress:
-        progress("report sections", len(makers), len(makers))
+    makers: list[tuple[str, Callable[[], Section]]] = [
+        ("leaderboard", lambda: rate_sections.leaderboard(an, bench, boot)),
+        ("gap", lambda: rate_sections.gap(an, bench, boot)),
+        ("scope", lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order)),
+        ("attribution", lambda: check_sections.attribution(an, bench, boot)),  # issue 20: Figs 9–12
+        ("bias", lambda: rate_sections.bias(an, bench, boot)),
+        ("sweeps", lambda: rate_sections.sweeps(an, bench, boot)),
+        ("shortcuts", lambda: rate_sections.shortcuts(an, bench, boot)),
+        ("trust", lambda: trust_sections.section(an, bench, boot, settings.eval.evidence)),  # issue 21
+        ("retrieval", lambda: rate_sections.retrieval(an, boot)),
+        ("ablation", lambda: retriever_ablation.section(an, boot)),  # issue 20: Tables 2 and 4, Figs 5 right and 8
+        ("external", lambda: check_sections.external(an, bench, boot)),  # issue 20: Fig. 7
+        ("stats", lambda: _stats(an, bench)), ("cost", lambda: _cost(an))]
+    an.ensure_views()  # made once, before the threads ask
+    sections = section_threads.compute(makers, progress)  # side by side, in this order (section_threads.py)
     unfinished = unfinished_runs(an, bench)
     for section in sections:  # a run that is not finished is never shown as a plain result (issue 9)
         if section.id in ("leaderboard", "gap", "scope", "bias") and unfinished:

@@ -26,6 +26,8 @@ DuckDB's file access switched off, so it cannot read or write files either.
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -136,10 +138,11 @@ def analytics_file(settings: Settings | None) -> Path | None:
 
 
 def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[str, ...]],
-          path: Path | None) -> tuple[duckdb.DuckDBPyConnection, SyncStats | None, Path | None]:
+          path: Path | None, meanwhile: Callable[[], object] | None = None,
+          ) -> tuple[duckdb.DuckDBPyConnection, SyncStats | None, Path | None]:
     """The store's tables in DuckDB: through DuckDB's scanners into the analytics file (or memory), else
     (no scanner for this store, a value SQLite stored with another type than its column's, a store
-    that kept changing) through the store's Python driver in one snapshot."""
+    that kept changing) through the store's Python driver in one snapshot. ``meanwhile``: see Mirror.sync."""
     con, used = mirror.connect(path)
     try:
         # reflected through the store's Python driver first: inside the attachment it may not connect
@@ -147,7 +150,7 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
                                      {t: set(c) for t, c in skip.items()})
         with scan.attached(con, engine) as sqlite:
             # a user's `playlisteval sql` (every table) sees rows in the store's order; our views need none
-            stats = Mirror(con, engine, sqlite, columns, ordered=names is None).sync()
+            stats = Mirror(con, engine, sqlite, columns, ordered=names is None).sync(meanwhile)
         return con, stats, used
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])
@@ -166,15 +169,21 @@ class Analytics:
     """An in-memory DuckDB holding the store's tables and the views. Use as a context manager."""
 
     def __init__(self, engine: Engine, settings: Settings | None = None, *, all_tables: bool = False,
-                 file: Path | None | bool = True) -> None:
+                 file: Path | None | bool = True, meanwhile: Callable[[], object] | None = None) -> None:
         """``file``: the analytics file to keep up to date (True: ``analytics.duckdb`` in the project's
         folder when ``settings`` come from a project; False / None: memory only). ``all_tables``
-        (`playlisteval sql`): every table and column, always in memory."""
+        (`playlisteval sql`): every table and column, always in memory. ``meanwhile``: Python work (the
+        report's imports) run on another thread while DuckDB copies rows, only when the sync copies any
+        (mirror.Mirror.sync)."""
         self.engine = engine  # the store the tables came from (what labels the report, e.g. simulated)
         names = None if all_tables else VIEW_TABLES
         skip = {} if all_tables else HEAVY_COLUMNS
         path = None if all_tables else analytics_file(settings) if file is True else file or None
-        self.con, self.sync, self.file = _copy(engine, names, skip, path)
+        self.con, self.sync, self.file = _copy(engine, names, skip, path, meanwhile)
+        # one query at a time on the connection: its result is the connection's own until fetched, so
+        # threads computing report sections side by side (report.build_sections) run execute and fetch under
+        # this lock; DuckDB releases the GIL meanwhile, so another thread's Python goes on
+        self._query_lock = threading.RLock()
         self.settings = settings
         self.views = views()
         self._views_made = False  # made by the first query: a report whose sections are cached needs none
@@ -237,10 +246,11 @@ class Analytics:
         try:
             # execute + fetch, not sql(): a relation made with parameters runs its query twice (measured:
             # 0.16 s against 0.03 s for an aggregate over a million judgments)
-            cursor = sql_values.execute(self.con, sql, params or [])
-            if cursor.description is None:  # not a query (our own SQL always is; user_query checks first)
-                raise AnalyticsError("the statement returned no rows")
-            table: pa.Table = cursor.fetch_arrow_table()
+            with self._query_lock:
+                cursor = sql_values.execute(self.con, sql, params or [])
+                if cursor.description is None:  # not a query (our own SQL always is; user_query checks first)
+                    raise AnalyticsError("the statement returned no rows")
+                table: pa.Table = cursor.fetch_arrow_table()
             return table
         except duckdb.Error as exc:
             raise AnalyticsError(str(exc)) from exc
@@ -250,7 +260,8 @@ class Analytics:
         numbers go on to NumPy fetch this way, since pyarrow's ``to_numpy`` imports pandas (issue 13)."""
         self.ensure_views()
         try:
-            columns: dict[str, Any] = sql_values.execute(self.con, sql, params or []).fetchnumpy()
+            with self._query_lock:
+                columns: dict[str, Any] = sql_values.execute(self.con, sql, params or []).fetchnumpy()
             return columns
         except duckdb.Error as exc:
             raise AnalyticsError(str(exc)) from exc

@@ -111,7 +111,10 @@ def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
     for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(runs)])).tolist(),
                       strict=True):
         if hi > lo:
-            obs.scores[int(runs[lo])] = dict(zip(pairs[lo:hi].tolist(), scores[lo:hi].tolist(), strict=True))
+            run, ids = int(runs[lo]), pairs[lo:hi]
+            obs.scores[run] = dict(zip(ids.tolist(), scores[lo:hi].tolist(), strict=True))
+            if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):  # ascending, one row a pair: run_arrays as is
+                obs._arrays[("run", run)] = (ids, scores[lo:hi])
     _, first = np.unique(pairs, return_index=True)
     judged = pairs[np.sort(first)]
     facts = an.arrays("SELECT p.pair_id, p.item_id, p.better_rating, p.worse_rating, c.question, c.video, "

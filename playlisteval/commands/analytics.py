@@ -15,13 +15,14 @@ from rich.text import Text
 from playlisteval.commands.support import console, emit_json, err_console, progress_bar, settings_of
 
 
-def _open(ctx: click.Context, *, all_tables: bool = False) -> Any:
+def _open(ctx: click.Context, *, all_tables: bool = False, meanwhile: Any = None) -> Any:
+    """The settings and the analytics; ``meanwhile``: run while the store is copied (runner.Analytics)."""
     from playlisteval.analytics import Analytics
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)
     with err_console.status("loading the store into DuckDB …"):
-        return settings, Analytics(open_store(settings), settings, all_tables=all_tables)
+        return settings, Analytics(open_store(settings), settings, all_tables=all_tables, meanwhile=meanwhile)
 
 
 def _cell(value: Any) -> str:
@@ -208,12 +209,13 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
     models of each role (also `provenance` in --json).
     """
     from playlisteval.analytics.report import choose_benchmark, write_page
+    from playlisteval.analytics.section_threads import import_sections
     from playlisteval.human.report_section import html_section
 
     blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:  # else mkdir says only "File exists"
         raise click.BadParameter(f"{out}: {blocking} is a file, not a folder", param_hint="OUT")
-    settings, an = _open(ctx)
+    settings, an = _open(ctx, meanwhile=import_sections)
     with an:
         with progress_bar("report", "sections") as update:
             page = write_page(an, settings, out, benchmark, progress=update, extra=[html_section])
