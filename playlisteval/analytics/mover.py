@@ -206,29 +206,32 @@ def paired(sums_a: Array, sums_b: Array, counts: Array, clusters: NDArray[np.int
         """|d| minus the MOVER reach toward 0 at level 1 − α: > 0 while the interval excludes 0."""
         alpha = np.exp(log_alpha)
         qa, qb = _quantile(sides.df[ia], alpha), _quantile(sides.df[ib], alpha)
-        lo, hi = _reach(d, r, (bound_at(sides, ia, qa, False), bound_at(sides, ib, qb, False)),
-                        (bound_at(sides, ia, qa, True), bound_at(sides, ib, qb, True)), (p1, p2))
-        return np.where(d > 0, lo, -hi)
+        reach_low, reach_high = _reach(d, r, (bound_at(sides, ia, qa, False), bound_at(sides, ib, qb, False)),
+                                       (bound_at(sides, ia, qa, True), bound_at(sides, ib, qb, True)), (p1, p2))
+        return np.asarray(np.where(d > 0, reach_low, -reach_high), dtype=np.float64)
 
     excluded = ((d > 0) & (low > 0)) | ((d < 0) & (high < 0))
-    # the bracket: g(lo) ≤ 0 (the interval at 1 − e^lo holds 0), g(hi) > 0; the level decides its side
+    # the bracket in log α: at ``holds`` the interval holds 0 (gap ≤ 0), at ``misses`` it does not; which side
+    # of the level it lies on is decided by the level's exact interval, and p is read at ``holds``: strictly
+    # below 1 − level where that interval excludes 0, at or above it where it does not
     level_at = np.log(1.0 - level)
-    lo = np.where(excluded, np.log(P_FLOOR), level_at)
-    hi = np.where(excluded, level_at, 0.0)
-    floor = excluded & (gap(lo) > 0)  # excludes 0 even at 1 − P_FLOOR
-    none = ~excluded & ((d == 0) | (gap(hi) <= 0))  # holds 0 even as a point (level 0)
+    holds, misses = np.full(len(d), level_at), np.zeros(len(d))
+    holds[excluded], misses[excluded] = np.log(P_FLOOR), level_at
+    floor = excluded & (gap(holds) > 0)  # excludes 0 even at 1 − P_FLOOR
+    none = ~excluded & ((d == 0) | (gap(misses) <= 0))  # holds 0 even as a point (level 0)
     for _ in range(P_STEPS):
-        middle = (lo + hi) / 2
+        middle = (holds + misses) / 2
         out = gap(middle) > 0
-        lo, hi = np.where(out, lo, middle), np.where(out, middle, hi)
-    p = np.where(floor, P_FLOOR, np.where(none, 1.0, np.exp(lo)))
+        holds, misses = np.where(out, holds, middle), np.where(out, middle, misses)
+    p = np.where(floor, P_FLOOR, np.where(none, 1.0, np.exp(holds)))
     df = np.minimum(sides.df[ia], sides.df[ib])
     low, high = np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0)
     # every cluster's difference equal: the CR2 t's own bound (module doc)
     flat = se <= 1e-12 * np.maximum(1.0, np.abs(d))
-    for i in np.flatnonzero(flat):
-        got = small_sample.difference(sa[i][n[i] > 0] - sb[i][n[i] > 0], n[i][n[i] > 0], level, 0.0)
+    for row in np.flatnonzero(flat).tolist():
+        used = n[row] > 0
+        got = small_sample.difference(sa[row][used] - sb[row][used], n[row][used], level, 0.0)
         if got[0] is None or got[1] is None or got[2] is None:
             raise ValueError("a paired difference needs at least 2 clusters")
-        low[i], high[i], p[i], df[i] = got[0], got[1], got[2], got[3]
+        low[row], high[row], p[row], df[row] = got[0], got[1], got[2], got[3]
     return Result(low, high, p, df, ~flat)
