@@ -13,8 +13,11 @@ Everything here is simulated; nothing reads a store. The sections:
    candidate for the cells where the report's method misses the target (near-ceiling rates with ICC > 0).
    The report's rate is the beta-binomial profile likelihood (``beta_binomial.intervals``) of all studies
    of a cell at once — row for row the arithmetic ``small_sample.rate`` does for one study, checked equal to
-   it on the first studies — beside the Wilson-with-design-effect interval it replaced ([old]); the paired
-   difference is ``small_sample.difference``, one study at a time.
+   it on the first studies — beside the Wilson-with-design-effect interval it replaced ([old]). The judge −
+   judge difference is MOVER from the two judges' beta-binomial intervals (``mover.paired`` on a cell's studies
+   at once, checked against ``intervals.paired_from_sums`` — what trust and the leaderboard call — on the
+   first studies), beside the CR2 t of the per-cluster differences it replaced ([old]); retrieved − uniform
+   keeps the CR2 t (``small_sample.difference``, one study at a time).
 1b. **"By video"**: the clusters are V = 10, 20, 40 videos and each pair cites two of them — the report's
    dyadic variance with the CR2 adjustment on Bell–McCaffrey df (``small_sample.rate`` with ``members``,
    checked against ``intervals.cluster_mean(…, second=…)``) beside the dyadic variance it replaced
@@ -23,10 +26,11 @@ Everything here is simulated; nothing reads a store. The sections:
    is exactly 50 %.
 3. **Holm over 17 judges** (136 judge − judge pairs, 630 pairs in 28 clusters — 7 domains × 4 playlists —
    and in 20 question clusters): how many of the 136 truly different pairs Holm rejects, and the
-   family-wise error under the global null, for the cluster-robust t (the report's p), the exact sign-flip
-   p (what ``sign_flips.sign_flip`` returns) and the old Monte-Carlo sign flip of 2,000 draws. The first
-   two are computed for all 136 pairs at once (``cluster_t_p``, ``exact_sign_flip_p``) and checked against
-   the library on the first studies.
+   family-wise error under the global null, for MOVER's p (the report's, ``mover_p``: each judge fitted once
+   per study), the exact sign-flip p (what ``sign_flips.sign_flip`` returns), the old Monte-Carlo sign flip
+   of 2,000 draws and the cluster-robust t MOVER replaced. The sign flip and the t are computed for all 136
+   pairs at once (``cluster_t_p``, ``exact_sign_flip_p``); all are checked against the library on the first
+   studies.
 4. **Correlation of n judges' two scores** (n = 4, 6, 10, 20; bivariate normal of known ρ): coverage of
    the Fisher-z intervals (``correlation.fisher_z_interval``) next to a percentile bootstrap over judges,
    and the size of the exact permutation p (n ≤ 9).

@@ -5,9 +5,10 @@ evidence, the same gold answer). So every rate (an accuracy, a Hit@k, an nDCG) i
 ``Σ value / Σ count`` over *clusters* (questions by default; videos or playlists on request), and its
 interval accounts for the clusters: a rate of counts gets the beta-binomial profile-likelihood interval,
 another rate in [0, 1] Wilson's score interval on its effective size (design effect from the
-cluster-robust variance), a paired difference a cluster-robust t — all on small-sample df, so that they
-still hold with the few playlists of a domain (``small_sample``: why,
-and how it was measured). Each p-value is its interval's own test, so the two never disagree; a paired
+cluster-robust variance), a paired difference of two 0/1 rates (judge against judge) MOVER from the two
+sides' beta-binomial intervals (``mover``), another paired difference a cluster-robust t — all on
+small-sample df, so that they still hold with the few playlists of a domain (``small_sample``: why, and
+how it was measured). Each p-value is its interval's own test, so the two never disagree; a paired
 difference also carries the exact sign-flip p over its clusters (``sign_flips``) as a check.
 
 Determinism: the clusters are put in a canonical order by their own numbers before anything is computed,

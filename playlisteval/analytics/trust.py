@@ -153,7 +153,8 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     clusters = max((r["difference"]["clusters"] for r in rows if r["difference"] is not None), default=0)
     checked = 0 < clusters <= sign_flips.CHECKED_CLUSTERS
     check_floor = min(1.0, adjusted["m"] * sign_flips.smallest_p(clusters)) if checked else None
-    floor = ("the cluster-robust t's p has no floor (the old 2,000 sign flips could not go below 1/2001); "
+    floor = (f"the p has no floor that matters: MOVER's smallest is {mover.P_FLOOR:g}, the cluster-robust t's "
+             "none (the old 2,000 sign flips could not go below 1/2001); "
              + (f"the exact sign-flip check's smallest Holm-adjusted p is {adjusted['m']} × 2^(1 − {clusters}) "
                 f"= {check_floor:.2g}" if check_floor is not None else
                 f"no sign-flip check past {sign_flips.CHECKED_CLUSTERS} clusters" if clusters
