@@ -200,9 +200,9 @@ def mover(a: Sequence[float], b: Sequence[float], clusters: Sequence[Any], level
           ) -> tuple[float, float, float, float]:
     """(estimate, low, high, p) of the paired p_a − p_b of 0/1 values by MOVER (Zou & Donner 2008): each
     side's ``beta_binomial_rate`` at the level, r the correlation of the two sides' cluster residuals
-    S_g − p·N_g weighted by 1/(1 − N_g/N) (0 where a side has none), by loops; L = d − √(A² + B² − 2rAB)
-    (A = p_a − l_a, B = u_b − p_b), U likewise, clipped to [−1, 1]; p: brentq on the level at which the end
-    nearer 0 reaches it."""
+    S_g − p·N_g weighted by 1/(1 − N_g/N) (0 where a side has none, or below 10 clusters), by loops;
+    L = d − √(A² + B² − 2rAB) (A = p_a − l_a, B = u_b − p_b), U likewise, clipped to [−1, 1]; p: brentq on
+    the level at which the end nearer 0 reaches it."""
     labels = [str(c) for c in clusters]
     keys = sorted(set(labels))
     n = np.array([labels.count(g) for g in keys], dtype=float)
@@ -218,7 +218,7 @@ def mover(a: Sequence[float], b: Sequence[float], clusters: Sequence[Any], level
     va = sum(wi * x * x for wi, x in zip(w, ea, strict=True))
     vb = sum(wi * y * y for wi, y in zip(w, eb, strict=True))
     cov = sum(wi * x * y for wi, x, y in zip(w, ea, eb, strict=True))
-    r = cov / np.sqrt(va * vb) if va > 1e-18 and vb > 1e-18 else 0.0
+    r = cov / np.sqrt(va * vb) if va > 1e-18 and vb > 1e-18 and len(keys) >= 10 else 0.0
 
     def ends(lev: float) -> tuple[float, float]:
         _, la, ua, _ = beta_binomial_rate(sa, n, lev)

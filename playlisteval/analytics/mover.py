@@ -14,8 +14,9 @@ score interval is its independent case) — builds the difference's interval fro
 with d = p₁ − p₂, (l, u) each side's interval at the level, and r the correlation of the two rates: the
 cluster-robust (CR2-weighted) correlation of the clusters' residuals S_g − p·N_g of the two sides. Clipped
 to [−1, 1]. Where a side has no residual spread (0 % or 100 %, or every cluster alike) r is undefined and
-taken as 0. Where the *difference* has none — every cluster's mean difference equal, e.g. both sides
-identical on every pair — MOVER would shrink to (nearly) a point, and the CR2 t's own bound for that case
+taken as 0; below ``small_sample.FEW_CLUSTERS`` clusters too (a handful of clusters cannot estimate it).
+Where the *difference* has none — every cluster's mean difference equal, e.g. both sides identical on every
+pair — MOVER would shrink to (nearly) a point, and the CR2 t's own bound for that case
 (``small_sample.difference``: how far the mean could move if a Wilson share of the pairs lay elsewhere)
 is used, as the report did before.
 
@@ -200,6 +201,10 @@ def paired(sums_a: Array, sums_b: Array, counts: Array, clusters: NDArray[np.int
     p1, p2 = sides.p_hat[ia], sides.p_hat[ib]
     d = p1 - p2
     r, se = correlation(sa, sb, n)
+    # below FEW_CLUSTERS the correlation is noise (two clusters give r = ±1 whatever the truth, and MOVER's
+    # width is concave in r, so noise narrows it: 84.6–89.6 % at K = 2, ICC 0.3, docs/statistics.md): r = 0,
+    # conservative for judges, whose accuracies correlate positively
+    r = np.where(k < small_sample.FEW_CLUSTERS, 0.0, r)
     low, high = _reach(d, r, (sides.low[ia], sides.low[ib]), (sides.high[ia], sides.high[ib]), (p1, p2))
 
     def gap(log_alpha: Array) -> Array:
