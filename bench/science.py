@@ -890,6 +890,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   {SMALL_K_NOTE}")
     print("   paired: judges' cluster accuracies correlate κ = 0.5 (retrieved − uniform 0.8); one draw decides "
           "both sides of a pair with probability 0.5 (0.7)")
+    print("   judge − judge [report]: MOVER from the two judges' beta-binomial intervals (analytics/mover.py), "
+          "r = 0 below 10 clusters; [old]: the CR2 t of the per-cluster differences it replaced (retrieved − "
+          "uniform's [report] still)")
     print("   [prototype]: the cluster bootstrap-t (each resample studentised by its CR2 se), NOT what the report "
           "prints — measured beside it as a candidate for the cells the report's method misses")
     print("\n".join(coverage_lines(cov)))
@@ -912,7 +915,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(6/π)·asin(ρ/2)): coverage (%) of 95 % intervals, {args.reps:,} studies a cell")
     print("\n".join(correlation_lines(corr)))
     print(f"\nvectorised copies checked against the library (analytics/bootstrap.py, "
-          f"correlation.bootstrap_correlations, small_sample.difference's p, small_sample.rate's beta-binomial) on "
+          f"correlation.bootstrap_correlations, small_sample.difference's p, small_sample.rate's beta-binomial, "
+          f"MOVER as intervals.paired_from_sums gives it) on "
           f"the first {CHECKED} studies of "
           f"every cell: {len(checks)} checks, "
           f"largest |difference| {max(checks, default=0.0):.1e}")
