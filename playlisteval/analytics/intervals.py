@@ -53,7 +53,8 @@ class Interval:
     level: float = LEVEL
     p_value: float | None = None  # paired comparisons and tests against a null value
     null: float | None = None  # the value p_value tests against
-    method: str = ""  # how the interval and p were computed (small_sample's RATE_METHOD / DIFFERENCE_METHOD)
+    method: str = ""  # how the interval and p were computed (small_sample's RATE_METHOD / DIFFERENCE_METHOD,
+    # mover.METHOD)
     df: int | None = None  # degrees of freedom of the t quantile (K − 1; a rate's: Satterthwaite's)
     p_sign_flip: float | None = None  # a difference's exact (or Monte-Carlo) sign-flip p over its clusters
     p_holm: float | None = None  # p adjusted within its family (multiplicity.adjust_family)
