@@ -13,8 +13,11 @@ Everything here is simulated; nothing reads a store. The sections:
    candidate for the cells where the report's method misses the target (near-ceiling rates with ICC > 0).
    The report's rate is the beta-binomial profile likelihood (``beta_binomial.intervals``) of all studies
    of a cell at once — row for row the arithmetic ``small_sample.rate`` does for one study, checked equal to
-   it on the first studies — beside the Wilson-with-design-effect interval it replaced ([old]); the paired
-   difference is ``small_sample.difference``, one study at a time.
+   it on the first studies — beside the Wilson-with-design-effect interval it replaced ([old]). The judge −
+   judge difference is MOVER from the two judges' beta-binomial intervals (``mover.paired`` on a cell's studies
+   at once, checked against ``intervals.paired_from_sums`` — what trust and the leaderboard call — on the
+   first studies), beside the CR2 t of the per-cluster differences it replaced ([old]); retrieved − uniform
+   keeps the CR2 t (``small_sample.difference``, one study at a time).
 1b. **"By video"**: the clusters are V = 10, 20, 40 videos and each pair cites two of them — the report's
    dyadic variance with the CR2 adjustment on Bell–McCaffrey df (``small_sample.rate`` with ``members``,
    checked against ``intervals.cluster_mean(…, second=…)``) beside the dyadic variance it replaced
@@ -23,10 +26,11 @@ Everything here is simulated; nothing reads a store. The sections:
    is exactly 50 %.
 3. **Holm over 17 judges** (136 judge − judge pairs, 630 pairs in 28 clusters — 7 domains × 4 playlists —
    and in 20 question clusters): how many of the 136 truly different pairs Holm rejects, and the
-   family-wise error under the global null, for the cluster-robust t (the report's p), the exact sign-flip
-   p (what ``sign_flips.sign_flip`` returns) and the old Monte-Carlo sign flip of 2,000 draws. The first
-   two are computed for all 136 pairs at once (``cluster_t_p``, ``exact_sign_flip_p``) and checked against
-   the library on the first studies.
+   family-wise error under the global null, for MOVER's p (the report's, ``mover_p``: each judge fitted once
+   per study), the exact sign-flip p (what ``sign_flips.sign_flip`` returns), the old Monte-Carlo sign flip
+   of 2,000 draws and the cluster-robust t MOVER replaced. The sign flip and the t are computed for all 136
+   pairs at once (``cluster_t_p``, ``exact_sign_flip_p``); all are checked against the library on the first
+   studies.
 4. **Correlation of n judges' two scores** (n = 4, 6, 10, 20; bivariate normal of known ρ): coverage of
    the Fisher-z intervals (``correlation.fisher_z_interval``) next to a percentile bootstrap over judges,
    and the size of the exact permutation p (n ≤ 9).
@@ -79,6 +83,7 @@ from playlisteval.analytics import (
     bootstrap,
     correlation,
     intervals,
+    mover,
     multiplicity,
     sign_flips,
     small_sample,
@@ -178,10 +183,39 @@ def report_rate(sums: Array, counts: Array, null: float | None = None, checks: l
     return low, high, p
 
 
-def report_difference(sums: Array, counts: Array) -> tuple[Array, Array, Array]:
-    """(low, high, p against 0) of every study by ``small_sample.difference`` (the report's paired test)."""
+def cr2_difference(sums: Array, counts: Array) -> tuple[Array, Array, Array]:
+    """(low, high, p against 0) of every study by ``small_sample.difference``: the CR2 t of the per-cluster
+    differences (the report's retrieved − uniform; judge − judge before MOVER)."""
     out = np.array([small_sample.difference(s, counts, LEVEL, 0.0)[:3] for s in sums], dtype=np.float64)
     return out[:, 0], out[:, 1], out[:, 2]
+
+
+def canonical_sides(a: Array, b: Array, counts: Array) -> tuple[Array, Array, Array]:
+    """Each row's clusters in the order ``intervals.paired_from_sums`` puts them (by a's sum, b's sum, count),
+    so that the sums inside MOVER add in the same order and the library check can be exact."""
+    n = np.broadcast_to(counts, a.shape)
+    order = np.lexsort((n, b, a), axis=-1)
+    return (np.take_along_axis(a, order, -1), np.take_along_axis(b, order, -1), np.take_along_axis(n, order, -1))
+
+
+def report_difference(both: Array, counts: Array, checks: list[float] | None = None, chunk: int = 250
+                      ) -> tuple[Array, Array, Array]:
+    """(low, high, p against 0) of every study's judge − judge difference as the report computes it:
+    ``mover.paired`` on both sides' cluster sums (``both``: studies × 2 × K), a chunk of studies per call;
+    checked against ``intervals.paired_from_sums`` (what trust and the leaderboard call) one study at a time
+    on the first CHECKED."""
+    k = both.shape[2]
+    out = np.empty((3, len(both)))
+    for start in range(0, len(both), chunk):
+        part = both[start:start + chunk]
+        got = mover.paired(*canonical_sides(part[:, 0], part[:, 1], counts), np.full(len(part), k), LEVEL)
+        out[:, start:start + len(part)] = got.low, got.high, got.p
+    if checks is not None:
+        for i in range(min(CHECKED, len(both))):
+            one = intervals.paired_from_sums([(both[i, 0], both[i, 1], counts, None)], level=LEVEL)[0]
+            checks.append(max(abs(float(one.low or 0.0) - out[0, i]), abs(float(one.high or 0.0) - out[1, i]),
+                              abs(float(one.p_value or 0.0) - out[2, i])))
+    return out[0], out[1], out[2]
 
 
 def wilson_deff(sums: Array, counts: Array, null: float | None = None) -> tuple[Array, Array, Array]:
@@ -314,6 +348,8 @@ METHODS_RATE = ("beta-binomial profile LR [report]", "cluster bootstrap [naive]"
                 "cluster bootstrap-t [prototype]", "Wilson+deff, t(K−1) [old]")
 METHODS_DIFF = ("CR2 t(K−1) [report]", "cluster bootstrap [naive]", "z, unclustered [naive]",
                 "cluster bootstrap-t [prototype]")
+# judge − judge: MOVER from the two judges' beta-binomial intervals (issue 40), the CR2 t it replaced beside it
+METHODS_JUDGES = ("MOVER, beta-binomial sides [report]", *METHODS_DIFF[1:], "CR2 t(K−1) [old]")
 
 
 def _record(row: dict[str, Any], name: str, k: int, interval: Interval, truth: float) -> None:
@@ -348,21 +384,26 @@ def coverage_cells(rng: np.random.Generator, reps: int, resamples: int, seed: in
                 rows.append(row)
             for label, mu_a, mu_b, kappa, concord in DIFFERENCES:
                 truth = mu_a - mu_b
+                names = METHODS_JUDGES if label == "judge − judge" else METHODS_DIFF
                 row = {"interval": label, "truth": truth, "label": f"{mu_a:.2f}−{mu_b:.2f}", "sizes": sizes_label,
-                       "icc": icc, "methods": {name: {} for name in METHODS_DIFF},
-                       "widths": {name: {} for name in METHODS_DIFF}}
+                       "icc": icc, "methods": {name: {} for name in names},
+                       "widths": {name: {} for name in names}}
                 for k in CLUSTERS:
                     n = cluster_sizes(k, unequal=unequal).astype(np.float64)
                     both, squares = simulate_paired(rng, (mu_a, mu_b), icc, n.astype(np.int64), reps, kappa,
                                                     concord)
                     d = both[:, 0] - both[:, 1]
-                    low, high, _ = report_difference(d, n)
+                    low, high, _ = cr2_difference(d, n)
                     boot = cluster_bootstrap(d, n, seed, resamples)
                     checks.append(check_bootstrap(d, n, seed, resamples, boot))
-                    _record(row, METHODS_DIFF[0], k, (low, high), truth)
-                    _record(row, METHODS_DIFF[1], k, boot, truth)
-                    _record(row, METHODS_DIFF[2], k, z_unclustered(d.sum(axis=1), squares, n.sum()), truth)
-                    _record(row, METHODS_DIFF[3], k,
+                    if names is METHODS_JUDGES:
+                        _record(row, METHODS_JUDGES[-1], k, (low, high), truth)
+                        _record(row, names[0], k, report_difference(both, n, checks)[:2], truth)
+                    else:
+                        _record(row, names[0], k, (low, high), truth)
+                    _record(row, names[1], k, boot, truth)
+                    _record(row, names[2], k, z_unclustered(d.sum(axis=1), squares, n.sum()), truth)
+                    _record(row, names[3], k,
                             cluster_bootstrap_t(d, n, low, high, seed, resamples, (-1.0, 1.0)), truth)
                 rows.append(row)
             say(f"  coverage: {sizes_label} sizes, ICC {icc} done (load {load()})")
@@ -521,8 +562,8 @@ NULL_ACCURACY = 0.65
 HOLM_ICC, HOLM_KAPPA, HOLM_CONCORD = 0.1, 0.5, 0.5
 HOLM_DESIGNS = ((28, "28 playlists (7 domains × 4)"), (20, "20 question clusters"))
 OLD_DRAWS = 2000
-TESTS = ("cluster-robust t, CR2, K−1 df [report]", "exact sign flip [check]",
-         f"Monte-Carlo sign flip, {OLD_DRAWS:,} draws [old]")
+TESTS = ("MOVER, beta-binomial sides [report]", "exact sign flip [check]",
+         f"Monte-Carlo sign flip, {OLD_DRAWS:,} draws [old]", "cluster-robust t, CR2, K−1 df [old]")
 
 
 def monte_carlo_sign_flip(d: Array, rng: np.random.Generator, draws: int = OLD_DRAWS) -> Array:
@@ -574,6 +615,24 @@ def cluster_t_p(d: Array, counts: Array) -> Array:
     return np.asarray(p, dtype=np.float64)
 
 
+def mover_p(sums: Array, first: NDArray[np.int64], second: NDArray[np.int64], counts: Array,
+            checks: list[float], chunk: int = 20) -> Array:
+    """The report's judge − judge p (``mover.paired``) of every pair of every study (``sums``: studies ×
+    judges × K), a chunk of studies per call — each judge's side fitted once per study; checked against
+    ``intervals.paired_from_sums`` on the first study's first pairs."""
+    reps, pairs, k = len(sums), len(first), sums.shape[2]
+    p = np.empty((reps, pairs))
+    for start in range(0, reps, chunk):
+        a, b = sums[start:start + chunk][:, first], sums[start:start + chunk][:, second]
+        got = mover.paired(*canonical_sides(a.reshape(-1, k), b.reshape(-1, k), counts), np.full(a.size // k, k),
+                           LEVEL)
+        p[start:start + chunk] = got.p.reshape(-1, pairs)
+    one = intervals.paired_from_sums([(sums[0, first[q]], sums[0, second[q]], counts, None)
+                                      for q in range(min(CHECKED, pairs))], level=LEVEL)
+    checks.append(max(abs(float(iv.p_value or 0.0) - p[0, q]) for q, iv in enumerate(one)))
+    return p
+
+
 def holm_cells(rng: np.random.Generator, reps: int, checks: list[float], say: Callable[[str], None]
                ) -> list[dict[str, Any]]:
     first, second = np.triu_indices(len(JUDGES), 1)
@@ -590,14 +649,15 @@ def holm_cells(rng: np.random.Generator, reps: int, checks: list[float], say: Ca
             rejected = {name: np.zeros((reps, len(first)), dtype=bool) for name in TESTS}
             raw = {name: np.zeros((reps, len(first)), dtype=bool) for name in TESTS}
             cluster_t = cluster_t_p(d, n)
+            moved = mover_p(sums, first, second, n, checks)
             exact = np.stack([exact_sign_flip_p(study) for study in d])
             for r in range(min(CHECKED, reps)):
                 checks.append(max(abs(cluster_t[r, q] - small_sample.difference(d[r, q], n, LEVEL, 0.0)[2])
                                   for q in range(len(first))))
                 checks.append(max(abs(exact[r, q] - sign_flips.sign_flip(d[r, q])[0]) for q in range(len(first))))
             for r in range(reps):
-                p = {TESTS[0]: cluster_t[r].tolist(), TESTS[1]: exact[r].tolist(),
-                     TESTS[2]: monte_carlo_sign_flip(d[r], rng).tolist()}
+                p = {TESTS[0]: moved[r].tolist(), TESTS[1]: exact[r].tolist(),
+                     TESTS[2]: monte_carlo_sign_flip(d[r], rng).tolist(), TESTS[3]: cluster_t[r].tolist()}
                 for name, values in p.items():
                     adjusted = multiplicity.holm_adjust(values)
                     rejected[name][r] = np.array([a is not None and a <= 1 - LEVEL for a in adjusted])
@@ -830,6 +890,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   {SMALL_K_NOTE}")
     print("   paired: judges' cluster accuracies correlate κ = 0.5 (retrieved − uniform 0.8); one draw decides "
           "both sides of a pair with probability 0.5 (0.7)")
+    print("   judge − judge [report]: MOVER from the two judges' beta-binomial intervals (analytics/mover.py), "
+          "r = 0 below 10 clusters; [old]: the CR2 t of the per-cluster differences it replaced (retrieved − "
+          "uniform's [report] still)")
     print("   [prototype]: the cluster bootstrap-t (each resample studentised by its CR2 se), NOT what the report "
           "prints — measured beside it as a candidate for the cells the report's method misses")
     print("\n".join(coverage_lines(cov)))
@@ -852,7 +915,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(6/π)·asin(ρ/2)): coverage (%) of 95 % intervals, {args.reps:,} studies a cell")
     print("\n".join(correlation_lines(corr)))
     print(f"\nvectorised copies checked against the library (analytics/bootstrap.py, "
-          f"correlation.bootstrap_correlations, small_sample.difference's p, small_sample.rate's beta-binomial) on "
+          f"correlation.bootstrap_correlations, small_sample.difference's p, small_sample.rate's beta-binomial, "
+          f"MOVER as intervals.paired_from_sums gives it) on "
           f"the first {CHECKED} studies of "
           f"every cell: {len(checks)} checks, "
           f"largest |difference| {max(checks, default=0.0):.1e}")

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete
 
-from playlisteval.analytics import Analytics, rates, run_rates, science
+from playlisteval.analytics import Analytics, mover, rates, run_rates, science
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.cli import main
 from playlisteval.eval import runkey
@@ -73,8 +73,14 @@ def test_judge_differences_and_scope_steps_are_paired_over_shared_pairs(an: Any)
     analytics, fx = an
     diffs = rates.judge_differences(analytics, BENCH, BOOT, ["beta", "alpha"])
     assert [(d["judge_a"], d["judge_b"], d["n"]) for d in diffs] == [("beta", "alpha", 2)]
-    # beta and alpha both judged p1 (1 vs 1) and p3 (1 vs 0): +1 in Drama only, mean +½; two clusters: t(1)
-    assert bounds(diffs[0]["difference_ci"]) == pytest.approx(stat_reference.difference([0, 1], "ED")[:3])
+    # beta and alpha both judged p1 (1 vs 1) and p3 (1 vs 0): +1 in Drama only, mean +½; two clusters. 0/1
+    # verdicts: MOVER from the two sides' beta-binomial intervals (issue 40), no longer the CR2 t of the
+    # differences
+    iv = diffs[0]["difference_ci"]
+    assert iv.method == mover.METHOD
+    want = stat_reference.mover([1, 1], [1, 0], "ED")
+    assert bounds(iv) == pytest.approx(want[:3], abs=1e-6)
+    assert iv.p_value == pytest.approx(want[3], rel=1e-3)
     scopes = rates.scope_accuracy(analytics, BENCH, BOOT)
     view = {(r["judge"], "oracle" if r["evidence"] == "oracle" else r["scope"]): r["accuracy"]
             for r in analytics.rows("SELECT * FROM accuracy_by_scope WHERE evidence IN ('retrieved', 'oracle')")}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bench import science
-from playlisteval.analytics import bootstrap, small_sample
+from playlisteval.analytics import bootstrap, intervals, mover, small_sample
 
 
 def test_a_tiny_run_prints_every_section_labelled_simulated(tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -30,7 +30,8 @@ def test_a_tiny_run_prints_every_section_labelled_simulated(tmp_path: Path, caps
     kinds = len(science.RATES) + len(science.DIFFERENCES)
     assert len(rows) == 2 * len(science.ICCS) * kinds
     for row in rows:
-        kind = science.METHODS_RATE if row["interval"].endswith("(rate)") else science.METHODS_DIFF
+        kind = (science.METHODS_RATE if row["interval"].endswith("(rate)") else
+                science.METHODS_JUDGES if row["interval"] == "judge − judge" else science.METHODS_DIFF)
         assert list(row["methods"]) == list(kind) and row["widths"].keys() == row["methods"].keys()
         for cells in row["methods"].values():
             assert sorted(int(k) for k in cells) == list(science.CLUSTERS)
@@ -138,3 +139,26 @@ def test_the_bootstrap_t_prototype_is_its_definition_study_by_study() -> None:
         t_low, t_high = np.quantile(np.nan_to_num(np.array(t)), [0.025, 0.975], method="inverted_cdf")
         want = (min(1.0, max(0.0, p - t_high * se)), min(1.0, max(0.0, p - t_low * se)))
         assert (got[0][i], got[1][i]) == pytest.approx(want, abs=1e-9)
+
+
+def test_the_report_judge_difference_is_mover_as_the_library_gives_it() -> None:
+    """The bench's judge − judge row is what trust and the leaderboard compute (intervals.paired_from_sums:
+    MOVER), study by study, and its Holm p the same; the CR2 t stays beside it as [old]."""
+    rng = np.random.default_rng(13)
+    counts = science.cluster_sizes(10, unequal=True).astype(np.float64)
+    both, _ = science.simulate_paired(rng, (0.97, 0.92), 0.3, counts.astype(np.int64), 6, 0.5, 0.5)
+    low, high, p = science.report_difference(both, counts)
+    for i in range(6):
+        iv = intervals.paired_from_sums([(both[i, 0], both[i, 1], counts, None)])[0]
+        assert (iv.low, iv.high, iv.p_value) == pytest.approx((low[i], high[i], p[i]), abs=1e-9)
+        assert iv.method in (mover.METHOD, small_sample.DIFFERENCE_METHOD)
+    assert science.METHODS_JUDGES[0].endswith("[report]") and science.METHODS_JUDGES[-1] == "CR2 t(K−1) [old]"
+    sums, _ = science.simulate_paired(rng, [0.5, 0.6, 0.8], 0.1, counts.astype(np.int64), 3, 0.5, 0.5)
+    first, second = np.triu_indices(3, 1)
+    checks: list[float] = []
+    got = science.mover_p(sums, first, second, counts, checks)
+    for r in range(3):
+        for q in range(3):
+            iv = intervals.paired_from_sums([(sums[r, first[q]], sums[r, second[q]], counts, None)])[0]
+            assert iv.p_value == pytest.approx(got[r, q], abs=1e-9)
+    assert max(checks) < 1e-9

@@ -44,6 +44,8 @@ def observations(judges: dict[str, list[float]], per_question: int = 3) -> Obser
 def test_paired_table_matches_a_direct_computation_and_holm_by_hand() -> None:
     rng = np.random.default_rng(3)
     judges = {name: rng.binomial(1, p, 60).astype(float).tolist() for name, p in (("a", 0.8), ("b", 0.5), ("c", 0.45))}
+    for scores in judges.values():  # a no-verdict (0.5) each: not 0/1, so the CR2 t (0/1 judges: MOVER, test_mover)
+        scores[7] = 0.5
     table = paired_table(observations(judges), "retrieved", BOOT)
     assert [(r["judge_a"], r["judge_b"]) for r in table["rows"]] == [("a", "b"), ("a", "c"), ("b", "c")]
     raw = []

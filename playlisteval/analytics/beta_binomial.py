@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -130,39 +131,65 @@ def satterthwaite_df(rho: Array, data: Distinct, clusters: NDArray[np.int64]) ->
     return np.asarray(df, dtype=np.float64)
 
 
-def intervals(sums: Array, counts: Array, clusters: NDArray[np.int64], level: float,
-              nulls: Array | None = None, few_clusters: int = 10) -> tuple[Array, Array, Array, Array]:
-    """(low, high, p against ``nulls`` — NaN where a null is NaN or absent —, df) of each row's rate
-    Σ sums / Σ counts; ``clusters``: each row's K (rows may be padded with clusters of count 0)."""
+class Fit(NamedTuple):
+    """Each row's fitted model: its distinct clusters, rate Σ s / Σ n, logit of the MLE, maximum of the log
+    profile likelihood, and the t's df."""
+
+    data: Distinct
+    p_hat: Array
+    x_hat: Array
+    top: Array
+    df: Array
+
+
+def fit(sums: Array, counts: Array, clusters: NDArray[np.int64], few_clusters: int = 10) -> Fit:
+    """Each row's maximum-likelihood fit (rows may be padded with clusters of count 0)."""
     s = np.asarray(sums, dtype=np.float64)
     n = np.broadcast_to(np.asarray(counts, dtype=np.float64), s.shape)
     data = distinct(s, n)
     k = np.asarray(clusters, dtype=np.int64)
     p_hat = _total(data[0] * data[3]) / _total(data[2] * data[3])  # whole counts: exact in any order
     start = special.logit(np.clip(p_hat, 1e-6, 1 - 1e-6))
-
-    def at(x: Array) -> Array:
-        return profile(special.expit(x), data)[0]
-
-    x_hat, top = _golden_max(at, start - 4.0, start + 4.0, MLE_STEPS)
+    x_hat, top = _golden_max(lambda x: profile(special.expit(x), data)[0], start - 4.0, start + 4.0, MLE_STEPS)
     # all wrong / all right: the likelihood is 1 at μ = 0 / 1 (any θ)
     x_hat = np.where(p_hat <= 0, -LOGIT_EDGE, np.where(p_hat >= 1, LOGIT_EDGE, x_hat))
     top = np.where((p_hat <= 0) | (p_hat >= 1), 0.0, top)
     _, theta = profile(special.expit(x_hat), data)
     rho = np.where(np.isinf(theta), 0.0, 1.0 / (1.0 + theta))
     df = np.where(k < few_clusters, (k - 1).astype(np.float64), satterthwaite_df(rho, data, k))
-    q = np.where(np.isinf(df), stats.norm.ppf(0.5 + level / 2), stats.t.ppf(0.5 + level / 2, np.minimum(df, 1e300)))
-    cut = top - q * q / 2
-    bounds = []
-    for side in (-1.0, 1.0):  # bisection between μ̂ (inside) and the edge
-        inner, outer = x_hat.copy(), np.full(x_hat.shape, side * LOGIT_EDGE)
-        edge_inside = at(outer) >= cut
+    return Fit(data, p_hat, x_hat, top, df)
+
+
+def quantile(df: Array, level: float) -> Array:
+    """The two-sided ``level`` quantile of t on each row's df (the normal's where df = ∞)."""
+    return np.asarray(np.where(np.isinf(df), stats.norm.ppf(0.5 + level / 2),
+                               stats.t.ppf(0.5 + level / 2, np.minimum(df, 1e300))), dtype=np.float64)
+
+
+def bounds(f: Fit, q: Array) -> tuple[Array, Array]:
+    """Each row's (low, high): where its profile log-likelihood has dropped by q²/2 from its maximum —
+    by bisection on logit μ between μ̂ (inside) and the edge."""
+    cut = f.top - q * q / 2
+    out = []
+    for side in (-1.0, 1.0):
+        inner, outer = f.x_hat.copy(), np.full(f.x_hat.shape, side * LOGIT_EDGE)
+        edge_inside = profile(special.expit(outer), f.data)[0] >= cut
         for _ in range(BOUND_STEPS):
             middle = (inner + outer) / 2
-            inside = at(middle) >= cut
+            inside = profile(special.expit(middle), f.data)[0] >= cut
             inner, outer = np.where(inside, middle, inner), np.where(inside, outer, middle)
         bound = special.expit(np.where(edge_inside, outer, (inner + outer) / 2))
-        bounds.append(np.minimum(bound, p_hat) if side < 0 else np.maximum(bound, p_hat))
+        out.append(np.minimum(bound, f.p_hat) if side < 0 else np.maximum(bound, f.p_hat))
+    return out[0], out[1]
+
+
+def intervals(sums: Array, counts: Array, clusters: NDArray[np.int64], level: float,
+              nulls: Array | None = None, few_clusters: int = 10) -> tuple[Array, Array, Array, Array]:
+    """(low, high, p against ``nulls`` — NaN where a null is NaN or absent —, df) of each row's rate
+    Σ sums / Σ counts; ``clusters``: each row's K (rows may be padded with clusters of count 0)."""
+    f = fit(sums, counts, clusters, few_clusters)
+    data, p_hat, top, df = f.data, f.p_hat, f.top, f.df
+    low, high = bounds(f, quantile(df, level))
     p_values = np.full(p_hat.shape, np.nan)
     if nulls is not None:
         null = np.asarray(nulls, dtype=np.float64)
@@ -171,4 +198,4 @@ def intervals(sums: Array, counts: Array, clusters: NDArray[np.int64], level: fl
         statistic = np.sqrt(np.maximum(2 * (top - profile(safe, data)[0]), 0.0))
         p = np.where(np.isinf(df), 2 * stats.norm.sf(statistic), 2 * stats.t.sf(statistic, np.minimum(df, 1e300)))
         p_values = np.where(tested, np.minimum(1.0, p), np.nan)
-    return bounds[0], bounds[1], p_values, df
+    return low, high, p_values, df

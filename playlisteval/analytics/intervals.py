@@ -5,9 +5,10 @@ evidence, the same gold answer). So every rate (an accuracy, a Hit@k, an nDCG) i
 ``Σ value / Σ count`` over *clusters* (questions by default; videos or playlists on request), and its
 interval accounts for the clusters: a rate of counts gets the beta-binomial profile-likelihood interval,
 another rate in [0, 1] Wilson's score interval on its effective size (design effect from the
-cluster-robust variance), a paired difference a cluster-robust t — all on small-sample df, so that they
-still hold with the few playlists of a domain (``small_sample``: why,
-and how it was measured). Each p-value is its interval's own test, so the two never disagree; a paired
+cluster-robust variance), a paired difference of two 0/1 rates (judge against judge) MOVER from the two
+sides' beta-binomial intervals (``mover``), another paired difference a cluster-robust t — all on
+small-sample df, so that they still hold with the few playlists of a domain (``small_sample``: why, and
+how it was measured). Each p-value is its interval's own test, so the two never disagree; a paired
 difference also carries the exact sign-flip p over its clusters (``sign_flips``) as a check.
 
 Determinism: the clusters are put in a canonical order by their own numbers before anything is computed,
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from playlisteval.analytics import sign_flips, small_sample
+from playlisteval.analytics import mover, sign_flips, small_sample
 
 LEVEL = 0.95
 RESAMPLES = 2000  # Monte-Carlo draws of a sign-flip check that is neither enumerable nor on a lattice
@@ -34,6 +35,9 @@ Labels = Sequence[Hashable] | NDArray[Any]
 #: A rate to compute: its cluster sums, cluster counts and null value (None: no test; 0.0: a difference),
 #: and optionally the clusters' two units each (dyadic clusters, ``interval_from_sums``'s ``members``).
 Request = tuple[ArrayLike, ArrayLike, float | None] | tuple[ArrayLike, ArrayLike, float | None, ArrayLike | None]
+#: A paired difference a − b to compute: the clusters' sums of a, of b, their counts, and the dyadic members
+#: (or None). Sums of b None: the first are the sums of the differences themselves (the CR2 t).
+PairedRequest = tuple[ArrayLike, ArrayLike | None, ArrayLike, ArrayLike | None]
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ class Interval:
     level: float = LEVEL
     p_value: float | None = None  # paired comparisons and tests against a null value
     null: float | None = None  # the value p_value tests against
-    method: str = ""  # how the interval and p were computed (small_sample's RATE_METHOD / DIFFERENCE_METHOD)
+    method: str = ""  # how the interval and p were computed (small_sample's RATE_METHOD / DIFFERENCE_METHOD,
+    # mover.METHOD)
     df: int | None = None  # degrees of freedom of the t quantile (K − 1; a rate's: Satterthwaite's)
     p_sign_flip: float | None = None  # a difference's exact (or Monte-Carlo) sign-flip p over its clusters
     p_holm: float | None = None  # p adjusted within its family (multiplicity.adjust_family)
@@ -238,14 +243,67 @@ def dyad_sums(values: NDArray[np.float64], first: Labels, second: Labels
     return sums, counts, dyads.astype(np.int64)
 
 
+def paired_from_sums(requests: Sequence[PairedRequest], *, seed: int = 0, resamples: int = RESAMPLES,
+                     level: float = LEVEL) -> list[Interval]:
+    """The paired difference a − b of each request against 0 (issue 40): MOVER from the two sides' beta-
+    binomial intervals where both are whole counts in one-way clusters (``mover``: a rate near 0 % or 100 %
+    is seen as such), else the cluster-robust t of the differences (``interval_from_sums``). All MOVER
+    requests are computed together, each distinct side fitted once (one judge against every other)."""
+    out: list[Interval | None] = [None] * len(requests)
+    batch: list[tuple[int, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]] = []
+    for i, (a, b, counts, members) in enumerate(requests):
+        sa, n = np.asarray(a, dtype=np.float64).reshape(-1), np.asarray(counts, dtype=np.float64).reshape(-1)
+        if b is None:
+            out[i] = interval_from_sums(sa, n, seed=seed, resamples=resamples, level=level, null=0.0,
+                                        kind="difference", members=members)
+            continue
+        sb = np.asarray(b, dtype=np.float64).reshape(-1)
+        if not len(sa) == len(sb) == len(n):
+            raise ValueError(f"a paired difference needs one sum per cluster on both sides ({len(sa)}, {len(sb)}, "
+                             f"{len(n)} counts)")
+        _canonical(sa - sb, n, level)  # the same checks as any difference
+        if members is None and len(sa) >= 2 and mover.applies(sa, sb, n):
+            order = np.lexsort((n, sb, sa))  # canonical: the result cannot depend on the clusters' order
+            batch.append((i, sa[order], sb[order], n[order]))
+        else:
+            out[i] = interval_from_sums(sa - sb, n, seed=seed, resamples=resamples, level=level, null=0.0,
+                                        kind="difference", members=members)
+    if batch:
+        width = max(len(n) for _, _, _, n in batch)
+        grid = np.zeros((3, len(batch), width))
+        for row, (_, sa, sb, n) in enumerate(batch):
+            grid[0, row, :len(n)], grid[1, row, :len(n)], grid[2, row, :len(n)] = sa, sb, n
+        got = mover.paired(grid[0], grid[1], grid[2], np.array([len(n) for _, _, _, n in batch]), level)
+        for row, (i, sa, sb, n) in enumerate(batch):
+            s, c = _canonical(sa - sb, n, level)
+            out[i] = Interval(float(s.sum() / c.sum()), float(got.low[row]), float(got.high[row]), int(round(c.sum())),
+                              len(s), level, float(got.p[row]), 0.0,
+                              mover.METHOD if got.mover[row] else small_sample.DIFFERENCE_METHOD,
+                              small_sample.rate_df(float(got.df[row])),
+                              sign_flips.sign_flip_p(s, seed=seed, resamples=resamples))
+    return [iv for iv in out if iv is not None]
+
+
 def cluster_difference(a: ArrayLike, b: ArrayLike, clusters: Labels | None = None, *,
                        seed: int = 0, resamples: int = RESAMPLES, level: float = LEVEL,
                        second: Labels | None = None) -> Interval:
     """Paired: ``a[i]`` and ``b[i]`` are one unit (a pair judged both ways) in cluster ``clusters[i]``.
-    The mean difference a − b, its cluster-robust interval and p against no difference (and the sign-flip
-    check)."""
+    The mean difference a − b, its interval and p against no difference (and the sign-flip check): MOVER
+    for 0/1 values in one-way clusters (``paired_from_sums``), else (a no-verdict's 0.5, a share, dyadic
+    clusters) the cluster-robust t."""
     x, y = np.asarray(a, dtype=np.float64).reshape(-1), np.asarray(b, dtype=np.float64).reshape(-1)
     if len(x) != len(y):
         raise ValueError(f"a paired difference needs as many values on both sides ({len(x)} vs {len(y)})")
-    return cluster_mean(x - y, clusters, seed=seed, resamples=resamples, level=level, null=0.0, kind="difference",
-                        second=second)
+    if (second is not None and clusters is not None) or not bool(np.all(np.isin(x, (0.0, 1.0))
+                                                                       & np.isin(y, (0.0, 1.0)))):
+        return cluster_mean(x - y, clusters, seed=seed, resamples=resamples, level=level, null=0.0,
+                            kind="difference", second=second)
+    if len(x) == 0:
+        raise ValueError("a rate of no observations")
+    codes = cluster_codes(clusters) if clusters is not None else np.arange(len(x))
+    if len(codes) != len(x):
+        raise ValueError(f"{len(x)} values but {len(codes)} cluster labels")
+    k = int(codes.max()) + 1
+    sums = [np.bincount(codes, weights=v, minlength=k).astype(np.float64) for v in (x, y)]
+    counts = np.bincount(codes, minlength=k).astype(np.float64)
+    return paired_from_sums([(sums[0], sums[1], counts, None)], seed=seed, resamples=resamples, level=level)[0]

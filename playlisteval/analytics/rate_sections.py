@@ -51,7 +51,9 @@ def leaderboard(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) ->
                                    ci_pivot(by_domain, "judge_shown", "domain", f"{evidence}_ci", domains, "Judge")))
     diffs = shown(shown(rates.judge_differences(an, bench, boot, [r["judge"] for r in overall]), "judge_a"), "judge_b")
     if diffs:
-        section.tables.append(("Judge A − judge B (retrieved evidence, pairs judged by both)",
+        # the method on the page (issue 40: MOVER for 0/1 verdicts, the CR2 t where a no-verdict scores 0.5)
+        methods = "; ".join(sorted({r["difference_ci"].method for r in diffs}))
+        section.tables.append((f"Judge A − judge B (retrieved evidence, pairs judged by both; {methods})",
                                display(diffs, DIFF_COLS)))
     if overall:
         section.figures.append(("Accuracy per judge with 95 % intervals", plots.grouped_bars(

@@ -89,6 +89,17 @@ class Bootstrap:
                                                        level=self.level))
         return [next(done) if s is not None and len(s.cells) else None for s, _, _ in wanted]
 
+    def paired(self, wanted: Sequence[Sums | None]) -> list[Interval | None]:
+        """a − b of each group against no difference, its cells [count, Σ a, Σ b, Σ odd] (odd: a pair
+        with a score other than 0/1 on either side): MOVER from the two sides' intervals where every score
+        is 0/1 and the clusters are one-way, else the CR2 t of the differences (intervals.paired_from_sums)."""
+        present: list[intervals.PairedRequest] = [
+            (s.cells[:, 1], s.cells[:, 2], s.cells[:, 0], s.members) if not s.cells[:, 3].any()
+            else (s.cells[:, 1] - s.cells[:, 2], None, s.cells[:, 0], s.members)
+            for s in wanted if s is not None and len(s.cells)]
+        done = iter(intervals.paired_from_sums(present, seed=self.seed, resamples=self.resamples, level=self.level))
+        return [next(done) if s is not None and len(s.cells) else None for s in wanted]
+
     def difference(self, sums: Sums | None) -> Interval | None:
         """A paired difference summed per cluster (value = a − b), tested against no difference."""
         return self.interval(sums, null=0.0)
@@ -211,12 +222,14 @@ def judge_differences(an: Analytics, bench: dict[str, Any] | None, boot: Bootstr
     pairs_sql = ", ".join("(?, ?)" for _ in wanted)
     sums = aggregate(an, f"WITH b AS MATERIALIZED ({narrow(base, 'judge')}), w(a, b) AS (VALUES {pairs_sql}), "
                          "x AS MATERIALIZED (SELECT b.*, w.b AS other FROM b JOIN w ON w.a = b.judge) "
-                         "SELECT x.judge AS judge_a, y.judge AS judge_b, x.item_id, x.score - y.score AS d "
+                         "SELECT x.judge AS judge_a, y.judge AS judge_b, x.item_id, x.score AS a, y.score AS b, "
+                         "CASE WHEN x.score IN (0, 1) AND y.score IN (0, 1) THEN 0 ELSE 1 END AS odd "
                          "FROM x JOIN b AS y ON y.judge = x.other AND y.pair_id = x.pair_id",
                      [*params, evidence, *(name for pair in wanted for name in pair)], ("judge_a", "judge_b"), boot,
-                     ("d",))
+                     ("a", "b", "odd"))
     out = []
-    tested = adjust_family(boot.intervals([(sums.get(w), 0, 0.0) for w in wanted]),
+    # both sides' sums: MOVER where the scores are 0/1 (issue 40: a judge near 100 % seen as such)
+    tested = adjust_family(boot.paired([sums.get(w) for w in wanted]),
                            "judge − judge" + ("" if len(names) <= all_pairs_up_to else ", each with the next one down"))
     for (a, b), diff in zip(wanted, tested, strict=True):
         if diff is not None:

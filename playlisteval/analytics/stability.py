@@ -24,7 +24,6 @@ from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
 
 from playlisteval.analytics.intervals import LEVEL, RESAMPLES, cluster_difference, cluster_mean
-from playlisteval.analytics.small_sample import DIFFERENCE_METHOD
 
 Verdict = bool | int | None
 
@@ -77,6 +76,13 @@ def _rate(values: Sequence[float | None], clusters: list[Hashable], method: str,
     return {**iv.as_dict(), "method": f"{method}; {iv.method}"}
 
 
+def _gain(scores: PairScores, labels: list[Hashable], seed: int, resamples: int, level: float) -> dict[str, Any]:
+    """Consensus minus expected accuracy, paired by pair: the CR2 t (expected accuracies are shares, not
+    0/1), or MOVER where every pair was sampled once (both sides 0/1: ``intervals.cluster_difference``)."""
+    iv = cluster_difference(scores.consensus, scores.expected, labels, seed=seed, resamples=resamples, level=level)
+    return {**iv.as_dict(), "method": f"consensus minus expected accuracy, paired by pair; {iv.method}"}
+
+
 def stability(verdicts: Sequence[Sequence[Verdict]], clusters: Sequence[Hashable], *, seed: int,
               resamples: int = RESAMPLES, level: float = LEVEL) -> dict[str, Any]:
     """Expected accuracy, consensus accuracy and consistency of repeated verdicts (``verdicts[i]`` = the
@@ -97,7 +103,5 @@ def stability(verdicts: Sequence[Sequence[Verdict]], clusters: Sequence[Hashable
         "expected_accuracy": _rate(scores.expected, labels, EXPECTED, seed, resamples, level),
         "consensus_accuracy": _rate(scores.consensus, labels, CONSENSUS, seed, resamples, level),
         "consistency": _rate(scores.consistent, labels, CONSISTENCY, seed, resamples, level),
-        "consensus_gain": {**cluster_difference(scores.consensus, scores.expected, labels, seed=seed,
-                                                  resamples=resamples, level=level).as_dict(),
-                           "method": "consensus minus expected accuracy, paired by pair; " + DIFFERENCE_METHOD},
+        "consensus_gain": _gain(scores, labels, seed, resamples, level),
     }

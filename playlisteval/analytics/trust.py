@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from playlisteval.analytics import best_of, multiplicity, power, sign_flips, small_sample, stability
+from playlisteval.analytics import best_of, mover, multiplicity, power, sign_flips, small_sample, stability
 from playlisteval.analytics.intervals import (
     Interval,
     Labels,
-    Request,
+    PairedRequest,
+    cluster_codes,
     cluster_difference,
     cluster_mean,
-    cluster_sums,
     dyad_sums,
-    intervals_from_sums,
+    paired_from_sums,
 )
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.trust_data import UNITS, Observations
@@ -57,6 +57,19 @@ def _diff(a: ArrayLike, b: ArrayLike, labels: Labels, boot: Bootstrap, method: s
     iv = cluster_difference(a, b, labels, seed=boot.seed, resamples=boot.resamples, level=boot.level,
                             second=second)
     return _as_difference(iv, method, boot)
+
+
+def _sides(a: NDArray[np.float64], b: NDArray[np.float64], labels: NDArray[np.int64]) -> PairedRequest:
+    """Each cluster's sum of ``a``, of ``b`` and its count (a paired request, one-way clusters); a side with
+    a value other than 0/1 (a no-verdict's 0.5) is sent as its differences, which keeps the CR2 t."""
+    codes = cluster_codes(labels)
+    k = int(codes.max()) + 1
+    counts = np.bincount(codes, minlength=k).astype(np.float64)
+    if not bool(np.all(np.isin(a, (0.0, 1.0)) & np.isin(b, (0.0, 1.0)))):
+        d = np.bincount(codes, weights=a - b, minlength=k).astype(np.float64)
+        return d, None, counts, None  # the differences themselves: the CR2 t
+    return (np.bincount(codes, weights=a, minlength=k).astype(np.float64),
+            np.bincount(codes, weights=b, minlength=k).astype(np.float64), counts, None)
 
 
 def _as_difference(iv: Interval, method: str, boot: Bootstrap) -> dict[str, Any]:
@@ -106,7 +119,7 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     across the table, and the MDE of that comparison (by the bootstrap's unit)."""
     mains = obs.main_runs(evidence)
     rows: list[dict[str, Any]] = []
-    requests: list[Request] = []  # each compared row's cluster sums of differences
+    requests: list[PairedRequest] = []  # each compared row's cluster sums of both sides
     for a, b in combinations(sorted(mains), 2):
         (pa, sa), (pb, sb) = obs.run_arrays(mains[a]), obs.run_arrays(mains[b])
         pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)  # ascending pair ids
@@ -121,15 +134,15 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
         row["a_right_b_wrong"] = int(np.sum((sa[ia] == 1.0) & (sb[ib] == 0.0)))
         row["b_right_a_wrong"] = int(np.sum((sa[ia] == 0.0) & (sb[ib] == 1.0)))
         second = obs.second(pairs, boot.unit)
-        if second is None:
-            requests.append((*cluster_sums(d, obs.codes(pairs, boot.unit)), 0.0))  # as cluster_difference sums them
-        else:  # a pair belongs to both its videos (playlists): dyadic clusters
+        if second is None:  # each side's cluster sums: MOVER where both are 0/1 (intervals.paired_from_sums)
+            requests.append(_sides(sa[ia], sb[ib], obs.codes(pairs, boot.unit)))
+        else:  # a pair belongs to both its videos (playlists): dyadic clusters, the CR2 t of the differences
             sums, counts, members = dyad_sums(d, obs.labels(list(pairs), boot.unit), second)
-            requests.append((sums, counts, 0.0, members))
+            requests.append((sums, None, counts, members))
         # "difference" holds the comparison's name until its interval is drawn below
         rows.append({**row, "difference": f"{a} minus {b} accuracy", "p_value": None,
                      **_mde_of(d, obs, pairs, boot.unit, alpha, power_)})
-    drawn = iter(intervals_from_sums(requests, seed=boot.seed, resamples=boot.resamples, level=boot.level))
+    drawn = iter(paired_from_sums(requests, seed=boot.seed, resamples=boot.resamples, level=boot.level))
     for row in rows:
         if row["difference"] is not None:
             row["difference"] = _as_difference(next(drawn), row["difference"], boot)
@@ -140,7 +153,8 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     clusters = max((r["difference"]["clusters"] for r in rows if r["difference"] is not None), default=0)
     checked = 0 < clusters <= sign_flips.CHECKED_CLUSTERS
     check_floor = min(1.0, adjusted["m"] * sign_flips.smallest_p(clusters)) if checked else None
-    floor = ("the cluster-robust t's p has no floor (the old 2,000 sign flips could not go below 1/2001); "
+    floor = (f"the p has no floor that matters: MOVER's smallest is {mover.P_FLOOR:g}, the cluster-robust t's "
+             "none (the old 2,000 sign flips could not go below 1/2001); "
              + (f"the exact sign-flip check's smallest Holm-adjusted p is {adjusted['m']} × 2^(1 − {clusters}) "
                 f"= {check_floor:.2g}" if check_floor is not None else
                 f"no sign-flip check past {sign_flips.CHECKED_CLUSTERS} clusters" if clusters
@@ -148,6 +162,7 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     return {"evidence": evidence, "alpha": alpha, "power": power_, **_boot(boot), "smallest_p": floor,
             "smallest_p_sign_flip_holm": check_floor,
             "method": (f"paired difference of main runs on common pairs, clustered by {boot.unit}; "
+                       f"{mover.METHOD} for 0/1 verdicts in one-way clusters, else "
                        f"{small_sample.DIFFERENCE_METHOD}; {multiplicity.METHOD}; "
                        f"MDE at power {power_} from the pair's own ICC"),
             "m": adjusted["m"], "rows": rows}
