@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from PIL import Image
@@ -23,6 +23,9 @@ from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
 from playlisteval.index.length_batches import length_batches
 from playlisteval.index.ocr_boxes import Box, ChangedLines, meets
+
+if TYPE_CHECKING:
+    from playlisteval.index.ocr_ahead import DetectAhead, Seen
 
 _HAS_WORD = re.compile(r"[^\W_]{2,}")  # a line needs two letters or digits in a row to be text
 THUMB = (64, 64)
@@ -259,8 +262,10 @@ class FrameTextReader:
         self._last_boxes: list[tuple[str, Box]] | None = None  # the last lines with boxes (frame pixels)
 
     def ahead(self) -> DetectAhead | None:
-        """A detector for the frame-reading thread (``DetectAhead``), or None when this reader does not
-        detect and recognise in separate steps."""
+        """A detector for the frame-reading thread (ocr_ahead.DetectAhead), or None when this reader does
+        not detect and recognise in separate steps."""
+        from playlisteval.index.ocr_ahead import DetectAhead
+
         return DetectAhead(self.boxes) if self.boxes is not None else None
 
     def lines(self, image: Image.Image, seen: Seen | None = None) -> list[str]:
@@ -341,36 +346,3 @@ class FrameTextReader:
             for line in self.lines(image, ahead[i] if ahead is not None else None):
                 found.setdefault(line, None)
         return "\n".join(found)
-
-
-@dataclass
-class Seen:
-    """What the frame-reading thread made of a frame before the reader gets it."""
-
-    thumb: np.ndarray
-    quads: list[np.ndarray] | None  # the whole frame's text lines (ChangedLines.detect), None: not detected
-
-
-class DetectAhead:
-    """Detection of the frames that will be read whole, on the frame-reading thread (issue 43).
-
-    Detection needs nothing from the frames before, recognition does (which lines changed since read):
-    so while the reader recognises one chunk's lines, the thread that decodes the next chunk also detects
-    its text, each on one core. Which frames the reader will read whole is guessed from the thumbnails of
-    consecutive samples (a change over ``PARTIAL_MAX_SHARE`` of the frame, or the first frame); a wrong
-    guess costs time, never text: a frame read whole without a detection is detected by the reader, and
-    a detection the reader does not need is dropped.
-    """
-
-    def __init__(self, boxes: ChangedLines) -> None:
-        self.boxes = boxes
-        self._last: np.ndarray | None = None
-
-    def see(self, images: Sequence[Image.Image]) -> list[Seen]:
-        out = []
-        for image in images:
-            thumb = thumbnail(image)
-            whole = self._last is None or changed_share(thumb, self._last, self.boxes.skip_level) > PARTIAL_MAX_SHARE
-            out.append(Seen(thumb, self.boxes.detect(image, threads=1) if whole else None))
-            self._last = thumb
-        return out

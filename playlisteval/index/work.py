@@ -40,7 +40,8 @@ from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embed_ahead import EmbedAhead
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.languages import language_for
-from playlisteval.index.ocr import DetectAhead, FrameTextReader, Seen, get_ocr
+from playlisteval.index.ocr import FrameTextReader, get_ocr
+from playlisteval.index.ocr_ahead import DetectAhead, Seen
 from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
 from playlisteval.logs import get_logger
