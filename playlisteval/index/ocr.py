@@ -154,7 +154,7 @@ class RapidOcr:
 
         The recogniser scales a line to 48 px tall and pads a batch to its widest line, so a frame's
         clock (~9 times as wide as tall) batched with its ticker (~20) cost as much as two tickers:
-        on the 40 sampled frames of the camera-like bench video, per-frame batches took ~1.5x the CPU of
+        on the 40 sampled frames of the camera-like bench video, per-frame batches took ~1.3x the CPU of
         batches that never mix widths (``length_batches``, as the embedder's texts; issue 43)."""
         if not crops:
             return []
