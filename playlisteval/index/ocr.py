@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from PIL import Image
@@ -22,13 +22,10 @@ from PIL import Image
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
 from playlisteval.index.length_batches import length_batches
+from playlisteval.index.ocr_ahead import PARTIAL_MAX_SHARE, DetectAhead, Seen, thumbnail
 from playlisteval.index.ocr_boxes import Box, ChangedLines, meets
 
-if TYPE_CHECKING:
-    from playlisteval.index.ocr_ahead import DetectAhead, Seen
-
 _HAS_WORD = re.compile(r"[^\W_]{2,}")  # a line needs two letters or digits in a row to be text
-THUMB = (64, 64)
 # rapidocr's recogniser: lines scaled to 48 px tall, at least 320 wide, batches of 6 (its rec_batch_num)
 REC_HEIGHT, REC_MIN_WIDTH, REC_ROWS, REC_SLACK = 48, 320, 6, 16
 
@@ -207,19 +204,6 @@ def share_cores(settings: IndexSettings, videos_at_once: int) -> None:
     ocr.set_threads(settings.ocr_threads or max(1, cores // max(1, videos_at_once)))
 
 
-def thumbnail(image: Image.Image) -> np.ndarray:
-    return np.asarray(image.convert("L").resize(THUMB, Image.Resampling.BILINEAR), dtype=np.float32)
-
-
-def changed_share(a: np.ndarray, b: np.ndarray, level: float) -> float:
-    """The share of thumbnail pixels that differ by more than ``level`` grey levels.
-
-    A share, not a mean difference: a new caption or sign changes a small area a lot, while sensor
-    and compression noise change every pixel a little; a mean would confuse the two.
-    """
-    return float((np.abs(a - b) > level).mean())
-
-
 @dataclass
 class OcrStats:
     read: int = 0  # frames OCR'd (in whole or in the part that changed)
@@ -227,8 +211,6 @@ class OcrStats:
     partial: int = 0  # of those read, frames read only where they changed (issue 26)
 
 
-#: a change over more of the frame than this (a new slide) reads the whole frame again
-PARTIAL_MAX_SHARE = 0.25
 _MIN_CROP = 32  # pixels: a smaller region grows to this, so the detector has something to look at
 
 
@@ -264,8 +246,6 @@ class FrameTextReader:
     def ahead(self) -> DetectAhead | None:
         """A detector for the frame-reading thread (ocr_ahead.DetectAhead), or None when this reader does
         not detect and recognise in separate steps."""
-        from playlisteval.index.ocr_ahead import DetectAhead
-
         return DetectAhead(self.boxes) if self.boxes is not None else None
 
     def lines(self, image: Image.Image, seen: Seen | None = None) -> list[str]:

@@ -13,8 +13,24 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from playlisteval.index.ocr import PARTIAL_MAX_SHARE, changed_share, thumbnail
 from playlisteval.index.ocr_boxes import ChangedLines
+
+THUMB = (64, 64)
+#: a change over more of the frame than this (a new slide) reads the whole frame again
+PARTIAL_MAX_SHARE = 0.25
+
+
+def thumbnail(image: Image.Image) -> np.ndarray:
+    return np.asarray(image.convert("L").resize(THUMB, Image.Resampling.BILINEAR), dtype=np.float32)
+
+
+def changed_share(a: np.ndarray, b: np.ndarray, level: float) -> float:
+    """The share of thumbnail pixels that differ by more than ``level`` grey levels.
+
+    A share, not a mean difference: a new caption or sign changes a small area a lot, while sensor
+    and compression noise change every pixel a little; a mean would confuse the two.
+    """
+    return float((np.abs(a - b) > level).mean())
 
 
 @dataclass
