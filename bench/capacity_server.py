@@ -135,8 +135,12 @@ class CapacityServer:
                     return
                 try:
                     time.sleep(api.latency_s)
-                    self._send(200, api._reply())
+                    reply = api._reply()
                 finally:
+                    # the slot is free once the answer is made, before its bytes go out (as a real server frees
+                    # it when generation ends): leaving after the write let the client's next call, sent on
+                    # the answer, find the slot still taken on a busy host, a 429 no provider would send
                     api._leave()
+                self._send(200, reply)
 
         return Handler
