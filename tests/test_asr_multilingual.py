@@ -40,9 +40,12 @@ def test_whisper_base_is_joined_once_checked_and_hears_german_in_a_german_playli
     assert report.transcript_models == {asr_shipped.RECORDED_NAME: 1}
     with Session(engine) as s:
         text = " ".join(c.transcript for c in s.exec(select(Chunk)).all()).lower()
-    # espeak-ng's German is rough ("die katzer schlifft heute auf dem …" was heard): its German words are
+    # espeak-ng's German is rough and heard differently from host to host ("die katzer schlifft heute auf
+    # dem …", "die katzer schläft heuter auf dem …"): four of the sentence's German words, whichever four, are
     # what a model forced to English, or English-only, does not write
-    assert {"die", "heute", "auf", "dem"} <= set(text.replace(".", " ").replace(",", " ").split()), text
+    german = {"die", "katze", "schläft", "heute", "auf", "dem", "warmen", "sofa", "im", "wohnzimmer"}
+    heard = german & set(text.replace(".", " ").replace(",", " ").split())
+    assert len(heard) >= 4, text
 
 
 def test_an_english_only_model_is_refused_for_another_language_naming_the_fix(tmp_path: Path) -> None:
