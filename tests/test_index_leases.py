@@ -21,8 +21,9 @@ from playlisteval.actors.indexing import index_collection
 from playlisteval.actors.workers import sweep_once
 from playlisteval.commands.index_output import index_exit, index_json
 from playlisteval.index import leases
+from playlisteval.index.chunk_frames import ChunkFrames
 from playlisteval.index.collection import add_paths
-from playlisteval.index.work import _ChunkFrames, claim
+from playlisteval.index.work import claim
 from playlisteval.media.frames import keyframe_times
 from playlisteval.media.kept import KeptFrames
 from playlisteval.media.probe import probe
@@ -167,7 +168,7 @@ def test_frames_decoded_now_are_the_frames_kept_for_later(tmp_path: Path) -> Non
     times = [1.0, 5.0, 9.0]
 
     def read(root: Path) -> list[bytes]:
-        frames = _ChunkFrames(str(video), info.codec, 640, (info.width, info.height), keyframe_times(video),
+        frames = ChunkFrames(str(video), info.codec, 640, (info.width, info.height), keyframe_times(video),
                               KeptFrames(root, video))
         try:
             return [image.tobytes() for image in frames.read(times)]

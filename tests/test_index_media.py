@@ -108,7 +108,7 @@ def test_the_next_chunks_frames_decode_while_this_chunk_is_read() -> None:
 
     from PIL import Image
 
-    from playlisteval.index.work import _FramesAhead
+    from playlisteval.index.chunk_frames import FramesAhead
 
     started = {i: threading.Event() for i in range(3)}
     reads: list[tuple[float, str]] = []
@@ -121,7 +121,7 @@ def test_the_next_chunks_frames_decode_while_this_chunk_is_read() -> None:
                 raise MediaError("lecture.mp4", "chunk 2: corrupt")
             return [Image.new("RGB", (8, 8))]
 
-    ahead = _FramesAhead(cast(Any, Frames()), [[0.0], [1.0], [2.0]])
+    ahead = FramesAhead(cast(Any, Frames()), [[0.0], [1.0], [2.0]])
     try:
         images, seen = ahead.take(0)
         assert len(images) == 1 and seen is None  # no detector: nothing detected ahead

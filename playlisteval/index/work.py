@@ -36,17 +36,17 @@ from playlisteval.config import IndexSettings, Settings
 from playlisteval.errors import ConfigError, MediaError
 from playlisteval.index import chunk_progress, heap, phases
 from playlisteval.index import leases as video_leases
+from playlisteval.index.chunk_frames import ChunkFrames, FramesAhead
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.embed_ahead import EmbedAhead
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.languages import language_for
 from playlisteval.index.ocr import FrameTextReader, get_ocr
-from playlisteval.index.ocr_ahead import DetectAhead, Seen
 from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
 from playlisteval.logs import get_logger
-from playlisteval.media.frames import FrameReader, frames_at, keyed_sample_times, keyframe_times, sample_times
-from playlisteval.media.kept import MAX_SIDE, KeptFrames, kept_root
+from playlisteval.media.frames import frames_at, keyed_sample_times, keyframe_times, sample_times
+from playlisteval.media.kept import KeptFrames, kept_root
 from playlisteval.media.probe import probe
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
@@ -239,7 +239,7 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
         keys = keyframe_times(video.path) if with_frames else []
     times = keyed_sample_times(spans, per_chunk, keys)
     side = max(cfg.ocr_max_side, 960 if needs_frames(embedder) else 0)
-    frames = _ChunkFrames(video.path, info.codec, side, (info.width, info.height), keys,
+    frames = ChunkFrames(video.path, info.codec, side, (info.width, info.height), keys,
                           KeptFrames(kept_root(settings.media_dir), video.path)) if with_frames else None
     texter = None
     if ocr is not None and outcome.full:
@@ -259,7 +259,7 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     window = max(1, cfg.vl_batch) if needs_frames(embedder) else _TEXT_WINDOW
     kept: dict[int, list[Image.Image]] = {}  # frames of this window, for an embedder that reads them
     # the frame-reading thread also detects the text of frames the reader will read whole (ocr.DetectAhead)
-    ahead = _FramesAhead(frames, times, texter.ahead() if texter is not None else None) \
+    ahead = FramesAhead(frames, times, texter.ahead() if texter is not None else None) \
         if frames is not None else None
     try:
         for first in range(0, len(spans), window):
@@ -325,82 +325,6 @@ def _timed_transcripts(video: Video, info: Any, spans: list[tuple[float, float]]
     """``transcripts_for`` on the ASR thread, its time counted as the ASR phase (captions read included)."""
     with phases.timed("ASR"):
         return transcripts_for(video, info, spans, cfg)
-
-
-class _FramesAhead:
-    """The chunks' frames read one chunk ahead on a thread of their own: decoding (PyAV, outside the GIL)
-    runs while the chunk before is OCR'd (ONNX, outside the GIL too), so on two cores a lone video costs
-    about the longer of the two instead of their sum (issue 26: decode was 0.6 s of the 5-minute 720p
-    lecture's 4.5 s, all of it in series with OCR). Chunks are taken in order, each once."""
-
-    def __init__(self, frames: _ChunkFrames, times: list[list[float]], detect: DetectAhead | None = None) -> None:
-        self.frames, self.times, self.detect = frames, times, detect
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="frames")
-        self.pending: dict[int, Future[tuple[list[Image.Image], list[Seen] | None]]] = {}
-
-    def _read(self, i: int) -> tuple[list[Image.Image], list[Seen] | None]:
-        with phases.timed("decode"):
-            images = self.frames.read(self.times[i])
-        if self.detect is None:
-            return images, None
-        with phases.timed("OCR detection ahead"):
-            return images, self.detect.see(images)
-
-    def _submit(self, i: int) -> None:
-        if i < len(self.times) and i not in self.pending:
-            self.pending[i] = self.pool.submit(self._read, i)
-
-    def take(self, i: int) -> tuple[list[Image.Image], list[Seen] | None]:
-        self._submit(i)
-        self._submit(i + 1)  # the next chunk decodes while this one is OCR'd
-        return self.pending.pop(i).result()  # what reading raised (a corrupt file) is raised here
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-class _ChunkFrames:
-    """A chunk's sampled frames: the kept ones when all are kept and big enough, else decoded (and kept).
-
-    The decoder is opened on the first chunk that needs it, so a video whose frames are all kept is
-    never decoded.
-    """
-
-    def __init__(self, path: str, codec: str | None, side: int, source: tuple[int, int], keys: list[float],
-                 kept: KeptFrames) -> None:
-        self.path, self.codec, self.side, self.source, self.keys, self.kept = path, codec, side, source, keys, kept
-        self.reader: FrameReader | None = None
-        self.reused = 0
-        self.backend = "kept"
-
-    def read(self, times: list[float]) -> list[Image.Image]:
-        if self.side <= MAX_SIDE:  # kept frames are MAX_SIDE at most: a bigger need decodes
-            images = self.kept.load(times)
-            if images is not None:
-                self.reused += len(images)
-                return images
-        if self.reader is None:
-            self.reader = FrameReader(self.path, self.codec, (self.side, self.side), self.source, keyframes=self.keys)
-        images = self.reader.read(times)
-        self.backend = self.reader.backend
-        if self.side <= MAX_SIDE:
-            # what is read is the frames as kept, so a video decoded now and one whose frames were kept by an
-            # earlier (or killed) run make the same chunks (issue 25)
-            images = [self.kept.keep(t, image) for t, image in zip(times, images, strict=True)]
-            if self.kept.unwritable:  # a full or read-only disk costs later reuse, not this index
-                log.warning("index.frames_not_kept", folder=str(self.kept.folder), error=self.kept.unwritable)
-                self.kept.unwritable = ""
-            return images
-        try:
-            for t, image in zip(times, images, strict=True):
-                self.kept.save(t, image)
-        except OSError as exc:  # a full or read-only disk costs later reuse, not this index
-            log.warning("index.frames_not_kept", folder=str(self.kept.folder), error=str(exc)[:200])
-        return images
-
-    def close(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
 
 
 def _heard(heard: Future[Transcripts], outcome: Outcome) -> list[str]:
