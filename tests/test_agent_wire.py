@@ -23,7 +23,7 @@ from playlisteval.models.request import (
     ToolResultPart,
     stable_dump,
 )
-from playlisteval.models.runner import request_hash
+from playlisteval.models.request_keys import request_hash
 from tests.helpers import project
 from tests.provider_fakes import CHAT, GENERATE, Canned, FakeAPI, chat_body, fake_api, gemini_body, ledger, runner_for
 

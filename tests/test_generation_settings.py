@@ -11,7 +11,7 @@ import pytest
 from playlisteval.config import Settings, load_settings, write_project
 from playlisteval.errors import ConfigError
 from playlisteval.models.request import GenerationSettings, ModelRequest, TextPart
-from playlisteval.models.runner import request_hash, with_role_generation
+from playlisteval.models.request_keys import request_hash, with_role_generation
 from tests.provider_fakes import ledger, runner_for
 
 TABLES = '''

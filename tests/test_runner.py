@@ -13,7 +13,8 @@ from playlisteval.errors import BudgetExceeded, PermanentModelError, TransientMo
 from playlisteval.models.budget import BUDGET_KEY
 from playlisteval.models.registry import Registry
 from playlisteval.models.request import ModelRequest, ProviderReply, TextPart, Usage
-from playlisteval.models.runner import Runner, request_hash
+from playlisteval.models.request_keys import request_hash
+from playlisteval.models.runner import Runner
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import KeyValue, ModelCall
 from tests.helpers import project

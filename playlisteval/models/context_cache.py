@@ -30,7 +30,7 @@ from playlisteval.config import Settings
 from playlisteval.logs import get_logger
 from playlisteval.models import pricing
 from playlisteval.models.request import ModelRequest, TextPart, Usage, stable_dump
-from playlisteval.models.runner import fingerprint
+from playlisteval.models.request_keys import fingerprint
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import ContextCache, ModelCall, now
 

@@ -12,7 +12,7 @@ A reasoning model's reply can carry its thinking two ways:
   ``ProviderReply.thinking`` (``message_thinking`` reads the OpenAI-compatible message).
 
 The raw reply is kept whole (the cache, the judgment's ``raw``); what a parser reads — a verdict
-(eval/verdicts.py), a JSON object (models/runner.py ``extract_json``), a reward score — is ``answer_of`` the
+(eval/verdicts.py), a JSON object (models/request_keys.py ``extract_json``), a reward score — is ``answer_of`` the
 text: the part outside the thinking. A verdict or an object found only in the thinking is none at all.
 """
 
