@@ -95,7 +95,7 @@ def _copy(base: Path, dest: Path) -> Settings:
 def run_regime(base: Path, root: Path, regime: str) -> dict[str, Any]:
     from playlisteval.actors.batch_rounds import BUILD_ROLES
     from playlisteval.actors.build_run import build
-    from playlisteval.commands.models import run_maybe_batched
+    from playlisteval.commands.batches import run_maybe_batched
     from playlisteval.eval.judge import run_judge
     from playlisteval.eval.options import JudgeOptions
     from playlisteval.models.runner import Runner

@@ -15,6 +15,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from playlisteval.commands.batches import batch_wanted, print_batch_report, run_maybe_batched
 from playlisteval.commands.eval_group import eval_group
 from playlisteval.commands.eval_output import (
     gate_exit,
@@ -27,7 +28,6 @@ from playlisteval.commands.eval_output import (
     report_unhealthy,
     retrieval_exit,
 )
-from playlisteval.commands.models import batch_wanted, print_batch_report, run_maybe_batched
 from playlisteval.commands.support import console, emit_json, progress_bar, settings_of
 
 

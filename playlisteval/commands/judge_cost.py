@@ -1,6 +1,6 @@
 """`cost estimate --judge MODEL …` (issue 42, item 6): a judge run priced before it starts.
 
-The options here are added to `cost estimate` (commands/models.py); with ``--judge`` it prints the judge
+The options here are added to `cost estimate` (commands/cost.py); with ``--judge`` it prints the judge
 step's estimate (eval/judge_estimate.py) instead of the build's. The run's options not given default
 to the benchmark's stored protocol, else [eval], as `eval judge` does.
 """

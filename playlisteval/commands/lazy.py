@@ -59,8 +59,8 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
                             'accepted question. An unreadable '
                             "generator reply counts against its phase's structural gate (C1, D2)."),
     'models': (('models',), 'Inspect the models each role uses.'),
-    'cost': (('models',), 'Money: what a build is expected to cost.'),
-    'batches': (('models',), 'The open batches: provider, state, requests answered, age and expected '
+    'cost': (('cost',), 'Money: what a build is expected to cost.'),
+    'batches': (('batches',), 'The open batches: provider, state, requests answered, age and expected '
                              'cost (at the batch price).'),
     'show': (('show',), "One item's whole story: seed, segments, every attempt with its output, gate "
                         'verdicts and the feedback the next attempt received, transitions, model '
