@@ -269,15 +269,14 @@ class FrameTextReader:
             if region is not None and self._last_boxes is not None:
                 return self._read_region(image, thumb, region, self._last_boxes)
         scale = self._scale(image)
-        small = self._resized(image, scale)
-        if self.boxes is not None:
+        if self.boxes is not None:  # it shrinks the frame itself, to its detection and recognition sizes
             found = [(line.text, line.box) for line in self.boxes.read(image, seen.quads if seen else None)]
             self._last_boxes, self._last_lines = found, [t for t, _ in found]
         elif hasattr(self.engine, "read_boxes"):
-            found = [(t, _scaled(b, scale, 0.0, 0.0)) for t, b in self.engine.read_boxes(small)]
+            found = [(t, _scaled(b, scale, 0.0, 0.0)) for t, b in self.engine.read_boxes(self._resized(image, scale))]
             self._last_boxes, self._last_lines = found, [t for t, _ in found]
         else:
-            self._last_boxes, self._last_lines = None, self.engine.read(small)
+            self._last_boxes, self._last_lines = None, self.engine.read(self._resized(image, scale))
         self._last_thumb = thumb
         self.stats.read += 1
         return self._last_lines
