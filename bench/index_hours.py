@@ -165,7 +165,7 @@ def run(work: Path, hours: list[float], parts: int, media: str = "camera",
         phases = sorted(r["profile"].get("phases", {}).items(), key=lambda kv: -kv[1]["s"])[:6]
         print(f"  index of {r['hours']:.2f} h ({n} files): peak {r['peak_mb']:.0f} MB, {r['s']:.1f} s wall, "
               f"cpu {r['cpu_s']:.1f} s, {r['x_real_time']}x real time, load {r['load']:.1f}; phases "
-              + ", ".join(f"{k} {v['s']:.1f}" for k, v in phases), flush=True)
+              + ", ".join(f"{k} {v['s']:.1f} ({v.get('cpu_s') or 0:.1f} CPU)" for k, v in phases), flush=True)
     small, large = results["runs"][0], results["runs"][-1]
     span = large["hours"] - small["hours"]
     results["growth_mb_per_hour"] = round((large["peak_mb"] - small["peak_mb"]) / span, 1) if span else None
