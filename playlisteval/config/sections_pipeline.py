@@ -114,8 +114,8 @@ class IndexSettings(Section):
     # frame read by more than ocr_skip_level grey levels (of 255): it reuses that frame's text
     ocr_skip_share: Share = 0.002
     ocr_skip_level: GreyLevel = 24
-    # ONNX threads per OCR engine; 0: the process's cores shared among the videos it reads at once and,
-    # with ocr_detect_side, their frame threads detecting ahead (2 cores: 1; 4 cores, one video: 2)
+    # ONNX threads per OCR engine; 0: the process's cores shared among the videos it reads at once (one
+    # video on 2 cores: 2 threads; two or more videos: 1 each)
     ocr_threads: NonNegativeInt = 0
     ocr_weight: NonNegativeFloat = 1.0  # weight of the on-screen text against the transcript in a chunk vector
     threads: NonNegativeInt = 2  # index worker threads in the `index` process (one video each); 0 with Redis: none

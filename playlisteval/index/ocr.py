@@ -196,19 +196,12 @@ def get_ocr(settings: IndexSettings) -> OcrEngine | None:
 
 def share_cores(settings: IndexSettings, videos_at_once: int) -> None:
     """Give the process's OCR engines ``[index] ocr_threads`` ONNX threads, or (0) the cores shared among
-    the threads that keep them busy: each video read at once, and with ``ocr_detect_side`` its frame
-    thread too, which decodes and detects text ahead of the reader (ocr_ahead.py).
-
-    A second ONNX thread for a video read alone paid off when the reader was the only busy thread (issue
-    26); with detection ahead on the frame thread, and the embedding on one of its own, both cores are
-    busy, and the second thread only split each recognition call: on two cores, the camera-like bench
-    video 14.4-14.9 -> 13.3-13.4 CPU-s and the lecture 6.7-7.4 -> 6.5-6.6, with one thread (issue 43)."""
+    the ``videos_at_once`` this process reads in parallel."""
     ocr = get_ocr(settings)
     if not isinstance(ocr, RapidOcr):
         return
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    busy = max(1, videos_at_once) * (2 if settings.ocr_detect_side > 0 else 1)
-    ocr.set_threads(settings.ocr_threads or max(1, cores // busy))
+    ocr.set_threads(settings.ocr_threads or max(1, cores // max(1, videos_at_once)))
 
 
 @dataclass
