@@ -22,7 +22,7 @@ from PIL import Image
 from playlisteval.config import IndexSettings
 from playlisteval.errors import ConfigError
 from playlisteval.index.length_batches import length_batches
-from playlisteval.index.ocr_ahead import PARTIAL_MAX_SHARE, DetectAhead, Seen, changed_box, thumbnail, too_big
+from playlisteval.index.ocr_ahead import PARTIAL_MAX_SHARE, DetectAhead, Seen, thumbnail
 from playlisteval.index.ocr_boxes import Box, ChangedLines, meets
 
 _HAS_WORD = re.compile(r"[^\W_]{2,}")  # a line needs two letters or digits in a row to be text
@@ -287,15 +287,20 @@ class FrameTextReader:
     def _region(self, changed: np.ndarray, size: tuple[int, int]) -> Box | None:
         """The changed pixels' box in frame pixels (a thumbnail pixel of margin), grown over the last
         frame's text lines it touches; None when that covers more than ``PARTIAL_MAX_SHARE`` of the frame."""
+        rows, cols = np.nonzero(changed)
         w, h = size
-        box = changed_box(changed, size)
+        sx, sy = w / changed.shape[1], h / changed.shape[0]
+        box = (max(0.0, (cols.min() - 1) * sx), max(0.0, (rows.min() - 1) * sy),
+               min(float(w), (cols.max() + 2) * sx), min(float(h), (rows.max() + 2) * sy))
         for _text, line in self._last_boxes or []:
             if meets(box, line):
                 box = (min(box[0], line[0]), min(box[1], line[1]), max(box[2], line[2]), max(box[3], line[3]))
         grow_x, grow_y = max(0.0, _MIN_CROP - (box[2] - box[0])) / 2, max(0.0, _MIN_CROP - (box[3] - box[1])) / 2
         box = (max(0.0, box[0] - grow_x), max(0.0, box[1] - grow_y),
                min(float(w), box[2] + grow_x), min(float(h), box[3] + grow_y))
-        return None if too_big(box, size) else box
+        if (box[2] - box[0]) * (box[3] - box[1]) > PARTIAL_MAX_SHARE * w * h:
+            return None
+        return box
 
     def _read_region(self, image: Image.Image, thumb: np.ndarray, region: Box,
                      last: list[tuple[str, Box]]) -> list[str]:
