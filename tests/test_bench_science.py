@@ -14,8 +14,15 @@ from bench import science
 from playlisteval.analytics import bootstrap, intervals, mover, small_sample
 
 
-def test_a_tiny_run_prints_every_section_labelled_simulated(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                                            ) -> None:
+def test_a_tiny_run_prints_every_section_labelled_simulated(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # every section and every kind of cell, on fewer truths (the full grid took 70-97 s of the suite): the
+    # lowest and the highest ICC, a middling and a near-ceiling rate, both kinds of difference
+    monkeypatch.setattr(science, "ICCS", (0.0, 0.3))
+    monkeypatch.setattr(science, "RATES", (0.5, 0.97))
+    monkeypatch.setattr(science, "DIFFERENCES", science.DIFFERENCES[1:])
+    monkeypatch.setattr(science, "VIDEO_RATES", (0.9,))
+    monkeypatch.setattr(science, "VIDEO_ICCS", (0.3,))
     out = tmp_path / "science.json"
     assert science.main(["--reps", "12", "--holm-reps", "2", "--resamples", "60", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
