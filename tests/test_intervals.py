@@ -123,7 +123,10 @@ def test_each_p_is_its_interval_inverted() -> None:
         clusters[:k] = np.arange(k)
         values = (rng.random(90) < 0.6).astype(float)
         iv = cluster_mean(values, clusters)
-        for null in np.linspace(0.01, 0.99, 99):
+        assert iv.low is not None and iv.high is not None
+        # a grid, and the nulls just inside and just outside each bound, where an inversion would fail
+        near = [b + e for b in (iv.low, iv.high) for e in (-0.002, 0.002) if 0 < b + e < 1]
+        for null in [*np.linspace(0.01, 0.99, 25), *near]:
             p = cluster_mean(values, clusters, null=float(null)).p_value
             assert p is not None and (p >= 0.05) == (iv.low <= null <= iv.high), (k, null, p, iv)
         other = (rng.random(90) < 0.4).astype(float)
