@@ -39,8 +39,8 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
                               'SIGTERM/SIGINT stop it cleanly.'),
     'eval': (('eval_group', 'evaluate', 'judge_checks', 'eval_import', 'eval_rescore', 'eval_export'),
              'Evaluate judges and retrievers on the benchmark, or score results produced elsewhere.'),
-    'select': (('evaluate',), 'Draw the benchmark from the accepted items (SPEC F).'),
-    'export': (('evaluate',), 'Write the benchmark to OUT: data/test.parquet, data/test.jsonl, '
+    'select': (('selecting',), 'Draw the benchmark from the accepted items (SPEC F).'),
+    'export': (('selecting',), 'Write the benchmark to OUT: data/test.parquet, data/test.jsonl, '
                               'README.md (a dataset card with the SPEC F4 statistics) and stats.json.'
                               ' Load it with `datasets.load_dataset("parquet", '
                               'data_files="OUT/data/test.parquet")`.'),
