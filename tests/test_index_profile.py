@@ -29,6 +29,28 @@ def test_a_nested_phase_is_taken_out_of_the_one_around_it() -> None:
     assert phases.snapshot() == {}
 
 
+def test_a_phase_counts_its_cpu_apart_from_its_waits_and_from_the_phases_inside_it() -> None:
+    """`index --profile`'s CPU column (issue 43): on busy cores a phase's wall seconds include its waits."""
+    from playlisteval.commands.index_profile import profile
+
+    phases.reset()
+    with phases.timed("OCR"):
+        time.sleep(0.05)  # a wait: wall seconds, next to no CPU
+        with phases.timed("model load"):
+            start = time.thread_time()
+            while time.thread_time() - start < 0.03:  # work: CPU seconds
+                pass
+    cpu, seen = phases.cpu_seconds(), phases.snapshot()
+    assert cpu["model load"] >= 0.03 and cpu["OCR"] < 0.02  # the nested work is model load's, not OCR's
+    assert seen["OCR"][0] >= 0.05 and seen["model load"][0] >= 0.03
+    data = profile(1.0, None, 60.0)
+    assert data["phases"]["model load"]["cpu_s"] >= 0.03
+    assert data["cpu_s"] >= data["phases"]["model load"]["cpu_s"] + data["phases"]["OCR"]["cpu_s"]
+    assert abs(data["other_cpu_s"] - max(0.0, data["cpu_s"] - sum(cpu.values()))) < 0.002  # both rounded to ms
+    phases.reset()
+    assert phases.cpu_seconds() == {}
+
+
 def test_index_profile_names_each_phase_the_video_went_through(tmp_path: Path) -> None:
     video = make_video(tmp_path / "videos" / "Lecture" / "talk.mp4", 40, audio="sine")
     write_srt(video.with_suffix(".srt"), [(0.0, 20.0, "the glacier retreats"), (20.0, 40.0, "moraines remain")])
