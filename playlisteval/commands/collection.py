@@ -149,8 +149,8 @@ def _print_add_report(report: Any) -> None:
 @click.option("--embedder", help="Embedder for the chunk vectors (default: [index] embedder).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON (README, \"--json\").")
 @click.option("--profile", is_flag=True,
-              help="Print the time by phase (start-up, model load, probe, decode, OCR, ASR, embedding, store) "
-                   "on stderr; with --json also under \"profile\".")
+              help="Print the time by phase (start-up, model load, probe, decode, OCR, ASR, embedding, store), "
+                   "each with its CPU seconds and the process's CPU, on stderr; with --json also under \"profile\".")
 @click.option("--variant", metavar="NAME", help=VARIANT_HELP)
 @click.option("--modality", help=MODALITY_HELP)
 @click.option("--frames-per-chunk", type=click.IntRange(min=0), default=0,
