@@ -19,6 +19,7 @@ from playlisteval.errors import MediaError
 from playlisteval.eval.corpus import Corpora, GoldSegment, Question
 from playlisteval.eval.evidence import Evidence, chunk_frames, select_evidence
 from playlisteval.eval.media import image_parts
+from playlisteval.index import chunk_frames as frames_of_chunks
 from playlisteval.index import work
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.collection import add_paths
@@ -139,7 +140,7 @@ def test_a_reindex_reads_the_kept_frames_without_decoding(indexed: dict[str, Any
     add_paths(engine, "Education", [video.parent])
     ocr = _SizeOcr()
     monkeypatch.setattr(work, "get_ocr", lambda cfg: ocr)
-    monkeypatch.setattr(work, "FrameReader", _no_decoding)
+    monkeypatch.setattr(frames_of_chunks, "FrameReader", _no_decoding)
     index_collection(again, engine)
     with Session(engine) as s:
         outcome = read_outcome(s.exec(select(Video)).one().index_report)
