@@ -10,7 +10,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from dramatiq import Message
 from dramatiq.brokers.stub import StubBroker
 from sqlalchemy.engine import Engine
@@ -20,7 +22,7 @@ from playlisteval.actors import App, tasks
 from playlisteval.actors.indexing import index_collection
 from playlisteval.actors.workers import sweep_once
 from playlisteval.commands.index_output import index_exit, index_json
-from playlisteval.index import leases
+from playlisteval.index import leases, work
 from playlisteval.index.chunk_frames import ChunkFrames
 from playlisteval.index.collection import add_paths
 from playlisteval.index.work import claim
@@ -115,6 +117,36 @@ def test_the_lease_is_renewed_while_its_holder_lives_and_lapses_when_it_stops(tm
         assert not renewal.lost
     time.sleep(0.4)
     assert claim(engine, video_id, "there:2", lease_s=0.3)  # lapsed once nobody renews it
+
+
+def test_a_video_committed_by_its_holder_is_never_reported_as_a_lease_lost(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit gives the lease back; a renewal after it found the lease gone and logged `index.lease_lost`
+    for a video this worker had just finished (a fault-free run saw it on a busy host). The renewal ends
+    before the commit: here a commit slowed to span several renewal periods meets no failed renewal."""
+    settings = project(tmp_path, **{**FAST, "broker__lease_s": 0.3})  # renewed every 0.1 s
+    engine = open_store(settings)
+    add_paths(engine, "Education", [_videos(tmp_path, 1)])
+    renewals: list[bool] = []
+    real_renew, real_commit = leases.renew, work._commit
+
+    def renew(*args: Any) -> bool:
+        renewals.append(real_renew(*args))
+        return renewals[-1]
+
+    def slow_commit(*args: Any) -> None:
+        real_commit(*args)
+        time.sleep(0.35)  # three renewal periods after the lease was given back
+
+    monkeypatch.setattr(leases, "renew", renew)
+    monkeypatch.setattr(work, "_commit", slow_commit)
+    [video_id] = _ids(engine)
+    outcome = work.index_video(settings, engine, video_id, "hash", "run-1", "here:1")
+    assert outcome is not None and outcome.status == "indexed", outcome
+    assert False not in renewals, renewals  # no renewal found the lease gone
+    with Session(engine) as s:
+        row = s.get(Video, video_id)
+        assert row is not None and row.status == "indexed" and row.lease_owner == ""
 
 
 def test_every_workers_sweeper_sends_a_dead_holders_video_again_for_the_run_in_progress(tmp_path: Path) -> None:

@@ -140,8 +140,9 @@ def index_video(settings: Settings, engine: Engine, video_id: int, embedder_name
         # thread is still at it (stuck in a decoder, say); what the thread commits later is then discarded
         ceiling = settings.index.lease_s
         with video_leases.renewed(engine, video_id, worker, lease_s, ceiling,
-                                  lambda: give_up(engine, video_id, worker, outcome, ceiling, started, settings.index)):
-            _work(settings, engine, video, embedder, outcome, worker, started)
+                                  lambda: give_up(engine, video_id, worker, outcome, ceiling, started,
+                                                  settings.index)) as renewal:
+            _work(settings, engine, video, embedder, outcome, worker, started, renewal)
     except MediaError as exc:  # unusable file: reported and skipped (SPEC A2)
         outcome.status, outcome.reason, outcome.cause = "skipped", exc.reason, "file"
         outcome.seconds = round(time.monotonic() - started, 3)
@@ -202,7 +203,7 @@ def _finish_skipped(engine: Engine, video_id: int, worker: str, outcome: Outcome
 
 
 def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, outcome: Outcome,
-          worker: str, started: float) -> None:
+          worker: str, started: float, renewal: video_leases.Renewal | None = None) -> None:
     cfg = settings.index
     assert video.id is not None
     ocr = get_ocr(cfg)
@@ -313,6 +314,11 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     outcome.reused = len(spans) - len(vectors)
     outcome.no_text = sum(1 for t, o in zip(texts, ocr_texts, strict=True) if not t.strip() and not o.strip())
     outcome.seconds = round(time.monotonic() - started, 3)
+    if renewal is not None:
+        # the commit gives the lease back: a renewal between the two would find it gone and report the lease
+        # lost (a fault-free run's pid-namespace test saw one on a busy host). Renewed a lease_s / 3 ago at
+        # most, it holds for the commit; one that lapsed meanwhile was another worker's to take, as before
+        renewal.stop()
     with phases.timed("store"):
         _commit(engine, video, embedder, spans, texts, ocr_texts, hashes, vectors, heard.result().captions_path,
                 info.duration, outcome, worker)
