@@ -17,6 +17,7 @@ from playlisteval.config.values import (
     GreyLevel,
     NonEmpty,
     OcrBackend,
+    OcrDetector,
     Resolution,
     Section,
     Share,
@@ -109,6 +110,10 @@ class IndexSettings(Section):
     # every line at ocr_max_side. Smaller is faster but misses text under ~8 px tall at this size. A line is
     # unchanged when its pixels are, or its glyphs (ocr_boxes.same_glyphs: a caption on a see-through box).
     ocr_detect_side: NonNegativeInt = 384
+    # the text detector's arithmetic: int8 (an 8-bit copy made once into the user's cache, index/ocr_int8.py:
+    # ~5x faster where the CPU has 8-bit dot products; a box can end a few pixels off), float (rapidocr's
+    # own), or auto: int8 where the CPU has them (VNNI, AMX, Arm's dot product), float elsewhere
+    ocr_detector: OcrDetector = "auto"
     ocr_min_score: Share = 0.5  # recognised lines below this confidence are dropped
     # a frame is not re-read when under ocr_skip_share of its 64x64 grey thumbnail differs from the last
     # frame read by more than ocr_skip_level grey levels (of 255): it reuses that frame's text

@@ -43,6 +43,7 @@ def one_of(*choices: str) -> str:
 Evidence = Annotated[str, Field(pattern=one_of("retrieved", "uniform", "oracle"))]
 AsrDevice = Annotated[str, Field(pattern=one_of("cpu", "cuda", "auto"))]
 OcrBackend = Annotated[str, Field(pattern=one_of("rapidocr", "none"))]
+OcrDetector = Annotated[str, Field(pattern=one_of("auto", "int8", "float"))]
 Resolution = Annotated[str, Field(pattern=one_of("", "low", "medium", "high"))]
 ResponseFormat = Annotated[str, Field(pattern=one_of("json_schema", "json_object"))]
 VllmVideo = Annotated[str, Field(pattern=one_of("frames", "video_url"))]

@@ -49,8 +49,9 @@ class RapidOcr:
 
     name = "rapidocr"
 
-    def __init__(self, min_score: float = 0.5) -> None:
+    def __init__(self, min_score: float = 0.5, int8: bool = False) -> None:
         self.min_score = min_score
+        self.int8 = int8  # the 8-bit text detector (ocr_int8.py; [index] ocr_detector)
         self.threads = 1  # ONNX threads of the engines made from now on (``set_threads``)
         self._idle: dict[int, list[Any]] = {}  # idle engines by their thread count
         self._pool_lock = threading.Lock()
@@ -97,7 +98,8 @@ class RapidOcr:
             "EngineConfig.onnxruntime.intra_op_num_threads": threads,
             "EngineConfig.onnxruntime.inter_op_num_threads": 1,
         })
-        use_quiet_sessions(engine, threads)  # threads that sleep, not spin, between ONNX calls (ocr_sessions.py)
+        # threads that sleep, not spin, between ONNX calls; the 8-bit detector where chosen (ocr_sessions.py)
+        use_quiet_sessions(engine, threads, self.int8)
         return engine
 
     def read(self, image: Image.Image) -> list[str]:
@@ -176,7 +178,7 @@ def _bounds(points: Any) -> Box:
     return float(arr[:, 0].min()), float(arr[:, 1].min()), float(arr[:, 0].max()), float(arr[:, 1].max())
 
 
-_engines: dict[tuple[str, float], OcrEngine] = {}
+_engines: dict[tuple[str, float, bool], OcrEngine] = {}
 _engines_lock = threading.Lock()
 
 
@@ -187,10 +189,13 @@ def get_ocr(settings: IndexSettings) -> OcrEngine | None:
         return None
     if name != "rapidocr":
         raise ConfigError(f"unknown OCR {settings.ocr!r}; known: rapidocr, none")
-    key = (name, settings.ocr_min_score)
+    from playlisteval.index.ocr_int8 import wants_int8
+
+    int8 = wants_int8(settings.ocr_detector)
+    key = (name, settings.ocr_min_score, int8)
     with _engines_lock:
         if key not in _engines:
-            _engines[key] = RapidOcr(settings.ocr_min_score)
+            _engines[key] = RapidOcr(settings.ocr_min_score, int8)
         return _engines[key]
 
 

@@ -20,9 +20,14 @@ from playlisteval.logs import get_logger
 log = get_logger(__name__)
 
 
-def use_quiet_sessions(engine: Any, threads: int) -> bool:
+def use_quiet_sessions(engine: Any, threads: int, int8: bool = False) -> bool:
     """Give a fresh rapidocr engine detection and recognition sessions that do not spin; True when
-    done (the angle classifier is off, see ocr.py, so it keeps rapidocr's)."""
+    done (the angle classifier is off, see ocr.py, so it keeps rapidocr's). ``int8``: the detection
+    session runs the 8-bit copy of rapidocr's detector (ocr_int8.py); a copy that cannot be made is a
+    ConfigError, never a silent fall back to floats."""
+    from playlisteval.errors import ConfigError
+    from playlisteval.index.ocr_int8 import int8_detector
+
     try:
         import onnxruntime as ort
         from omegaconf import flag_override
@@ -37,11 +42,15 @@ def use_quiet_sessions(engine: Any, threads: int) -> bool:
                     engine_type=part.engine_type, ocr_version=part.ocr_version, task_type=part.task_type,
                     lang_type=part.lang_type, model_type=part.model_type))
                 path = Path(cfg.Global.model_root_dir) / Path(info["model_dir"]).name
+            if int8 and part is cfg.Det:
+                path = int8_detector(Path(path))
             made.append(ort.InferenceSession(str(path), sess_options=_options(ort, threads),
                                              providers=["CPUExecutionProvider"]))
         for part, session in zip((cfg.Det, cfg.Rec), made, strict=True):
             with flag_override(part, "allow_objects", True):  # the config holds an object, not a value
                 part.session = session
+    except ConfigError:
+        raise
     # anything (another rapidocr's config, ONNX Runtime refusing a file): the speed-up is lost, not the OCR
     except Exception as exc:  # noqa: BLE001
         log.info("ocr.default_sessions", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
