@@ -135,10 +135,11 @@ def as_infrastructure(exc: BaseException) -> InfrastructureError | None:
     if isinstance(exc, RedisError):
         return InfrastructureError(f"Redis: {type(exc).__name__}: {exc}")
     if isinstance(exc, DBAPIError):
-        # PostgreSQL's SQLSTATE: connection (08), read-only (25006), serialization / deadlock (40),
-        # out of resources (53), shut down (57)
+        # PostgreSQL's SQLSTATE: connection (08), read-only (25006), the session ended for its silence inside a
+        # transaction (25P03: [store] idle_in_transaction_s), serialization / deadlock (40), out of resources
+        # (53), shut down (57)
         state = str(getattr(exc.orig, "sqlstate", "") or "")
-        if (isinstance(exc, OperationalError) or exc.connection_invalidated or state == "25006"
+        if (isinstance(exc, OperationalError) or exc.connection_invalidated or state in ("25006", "25P03")
                 or state[:2] in ("08", "40", "53", "57")):
             return InfrastructureError(f"store: {str(exc.orig or exc).splitlines()[0]}")
     return None

@@ -58,7 +58,10 @@ def _questions(engine: Engine) -> list[tuple[str, str]]:
 
 
 def test_a_worker_host_cut_off_mid_step_past_its_lease_then_back(tmp_path: Path, host: Host, pg_url: str) -> None:
-    base: dict[str, object] = {**FAST, "sim__latency_s": 0.6, **QUIET_SIM}
+    # cut off mid-transaction, the far worker's session would keep its locks (the budget's among them) until the
+    # server's TCP gives up, hours: the server ends it after this many silent seconds (store/engine.py)
+    idle_s = 5.0
+    base: dict[str, object] = {**FAST, "sim__latency_s": 0.6, **QUIET_SIM, "store__idle_in_transaction_s": idle_s}
     # the fault-free run: in-process, same seeds
     reference = project(tmp_path / "reference", **base)
     ref_engine = seeded_store(reference, N_ITEMS)
@@ -94,7 +97,7 @@ def test_a_worker_host_cut_off_mid_step_past_its_lease_then_back(tmp_path: Path,
                 host.cut()
                 cut_s = float(overrides["broker__lease_s"]) * 2.5  # type: ignore[arg-type]
                 rec = Recovery("worker host cut off mid-step past its lease (netns), then back", "postgresql",
-                               bound_s(overrides))
+                               bound_s(overrides) + idle_s)
                 # while it is cut off, the near worker's sweeper takes back what the far one held
                 rec.recovered_s = rec.wait_in_motion(engine, held, dead={far_worker.pid})
                 time.sleep(max(0.0, cut_s - rec.recovered_s))

@@ -91,3 +91,16 @@ def test_a_copy_that_cannot_be_made_is_an_error_naming_the_setting(cache: Path, 
 def test_the_engine_follows_the_setting() -> None:
     engines = [ocr.get_ocr(IndexSettings(ocr_detector=choice)) for choice in ("int8", "float")]
     assert [e.int8 for e in engines if isinstance(e, RapidOcr)] == [True, False]
+
+
+def test_a_cache_that_cannot_be_written_is_an_error_naming_the_way_out(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    ocr_int8.int8_detector.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="XDG_CACHE_HOME"):
+            ocr_int8.int8_detector(shipped_detector())
+    finally:
+        ocr_int8.int8_detector.cache_clear()

@@ -33,6 +33,10 @@ class ProjectSettings(Section):
 class StoreSettings(Section):
     url: NonEmpty = "sqlite:///playlisteval.db"
     busy_timeout_s: NonNegativeFloat = 30
+    # PostgreSQL: a session silent inside a transaction this long is ended by the server and its locks freed
+    # (a worker whose host lost the network mid-transaction would hold the budget's lock for hours; store/
+    # engine.py); 0: never. Behind a pooler that refuses startup options (PgBouncer's transaction mode), 0
+    idle_in_transaction_s: NonNegativeFloat = 300
 
 
 class BrokerSettings(Section):

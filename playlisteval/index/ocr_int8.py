@@ -85,8 +85,8 @@ def int8_detector(source: Path) -> Path:
             _make(source, target)
         except Exception as exc:  # noqa: BLE001  (the quantiser's errors have no common type)
             raise ConfigError(f"could not make the 8-bit OCR detector from {source} into {target}: "
-                              f"{type(exc).__name__}: {exc}; set [index] ocr_detector = \"float\" to use the "
-                              f"float one") from exc
+                              f"{type(exc).__name__}: {exc}; set XDG_CACHE_HOME to a writable folder, or [index] "
+                              f"ocr_detector = \"float\" to use the float detector") from exc
     return target
 
 

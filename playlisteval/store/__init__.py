@@ -23,7 +23,7 @@ def open_store(settings: Settings, *, upgrade: bool = True) -> Engine:
     url = settings.store_url
     engine = _engines.get((url, settings.root))
     if engine is None:
-        engine = make_engine(url, settings.store.busy_timeout_s)
+        engine = make_engine(url, settings.store.busy_timeout_s, settings.store.idle_in_transaction_s)
         # the project folder first: migration 4131 stores the paths inside it relative to it
         media_paths.attach(engine, media_paths.MediaRoots(settings.root.resolve()))
         if upgrade:

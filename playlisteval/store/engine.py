@@ -37,7 +37,12 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
-def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
+def make_engine(url: str, busy_timeout_s: float = 30, idle_in_transaction_s: float = 0) -> Engine:
+    """The engine for ``url``. PostgreSQL: with ``idle_in_transaction_s`` > 0, the server ends a session that
+    stays silent inside a transaction that long (``idle_in_transaction_session_timeout``). Why: a worker cut
+    off mid-transaction (its host lost the network, or froze) keeps its locks, the budget's advisory lock
+    among them, until the server's TCP gives up on it — hours — and every other worker's reservation waits
+    behind it. Transactions here stay milliseconds long, so a long silence means the client is gone."""
     if is_sqlite(url):
         database = make_url(url).database
         if database and database != ":memory:":
@@ -81,8 +86,11 @@ def make_engine(url: str, busy_timeout_s: float = 30) -> Engine:
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    # the libpq ``options`` of every session; set by hand in the URL's query, the URL's win
+    options = {"options": f"-c idle_in_transaction_session_timeout={max(1, round(idle_in_transaction_s * 1000))}"} \
+        if idle_in_transaction_s > 0 and "options" not in make_url(url).query else {}
     try:
-        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, connect_args=options)
     except Exception as exc:  # bad driver name, missing driver …
         raise StoreError(f"cannot open store {redact(url)}: {exc}") from exc
     redact_writes(engine)  # no key a provider quoted is stored (issue 25)
