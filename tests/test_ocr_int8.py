@@ -77,7 +77,9 @@ def test_it_reads_what_the_float_detector_reads(cache: Path) -> None:
                                            ("07:45:12", "Ice ages left layers of sediment")]):
         image = frame(clock, slide, seed)
         assert readers[1].lines(image) == readers[0].lines(image) == [clock, slide]
-    assert any(p.suffix == ".onnx" for p in cache.iterdir())  # the 8-bit reader ran the copy
+    assert any(p.suffix == ".onnx" for p in cache.iterdir())
+    sessions = [reader.engine._load(1).cfg.Det.session for reader in readers]  # type: ignore[attr-defined]
+    assert [str(session._model_path).endswith(".int8.onnx") for session in sessions] == [False, True]
 
 
 def test_a_copy_that_cannot_be_made_is_an_error_naming_the_setting(cache: Path, tmp_path: Path) -> None:

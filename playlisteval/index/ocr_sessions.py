@@ -35,14 +35,14 @@ def use_quiet_sessions(engine: Any, threads: int, int8: bool = False) -> bool:
 
         cfg = engine.cfg
         made = []
-        for part in (cfg.Det, cfg.Rec):
+        for kind, part in enumerate((cfg.Det, cfg.Rec)):
             path = part.get("model_path")
             if path is None:  # rapidocr's own choice for this model: the file its session would load
                 info = InferSession.get_model_url(FileInfo(
                     engine_type=part.engine_type, ocr_version=part.ocr_version, task_type=part.task_type,
                     lang_type=part.lang_type, model_type=part.model_type))
                 path = Path(cfg.Global.model_root_dir) / Path(info["model_dir"]).name
-            if int8 and part is cfg.Det:
+            if int8 and kind == 0:  # the detector
                 path = int8_detector(Path(path))
             made.append(ort.InferenceSession(str(path), sess_options=_options(ort, threads),
                                              providers=["CPUExecutionProvider"]))

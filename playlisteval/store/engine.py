@@ -86,10 +86,11 @@ def make_engine(url: str, busy_timeout_s: float = 30, idle_in_transaction_s: flo
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
-    # the libpq ``options`` of every session; set by hand in the URL's query, the URL's win
-    options = {"options": f"-c idle_in_transaction_session_timeout={max(1, round(idle_in_transaction_s * 1000))}"} \
-        if idle_in_transaction_s > 0 and "options" not in make_url(url).query else {}
     try:
+        # the libpq ``options`` of every session; set by hand in the URL's query, the URL's win
+        timeout_ms = max(1, round(idle_in_transaction_s * 1000))
+        options = {"options": f"-c idle_in_transaction_session_timeout={timeout_ms}"} \
+            if idle_in_transaction_s > 0 and "options" not in make_url(url).query else {}
         engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, connect_args=options)
     except Exception as exc:  # bad driver name, missing driver …
         raise StoreError(f"cannot open store {redact(url)}: {exc}") from exc
