@@ -33,6 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from playlisteval.errors import ConfigError
+from playlisteval.logs import get_logger
+
+log = get_logger(__name__)
 
 #: bump when the calibration or the quantiser's options change: the file name changes with it
 RECIPE = 1
@@ -81,6 +84,7 @@ def int8_detector(source: Path) -> Path:
     with _making:
         if target.is_file():
             return target
+        log.info("ocr.int8_making", source=str(source), target=str(target))  # once a machine: a few seconds
         try:
             _make(source, target)
         except Exception as exc:  # noqa: BLE001  (the quantiser's errors have no common type)
