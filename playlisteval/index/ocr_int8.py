@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from playlisteval.errors import ConfigError
+from playlisteval.index.asr_shipped import cache_root as user_cache  # $XDG_CACHE_HOME/playlisteval
 from playlisteval.logs import get_logger
 
 log = get_logger(__name__)
@@ -68,11 +69,6 @@ def wants_int8(choice: str) -> bool:
 _making = threading.Lock()  # the detection-ahead and reading threads load their engines at once
 
 
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "playlisteval" / "ocr"
-
-
 @functools.cache
 def int8_detector(source: Path) -> Path:
     """The 8-bit copy of the detector at ``source``: made on first use (3.3 s on the bench host), then
@@ -80,7 +76,7 @@ def int8_detector(source: Path) -> Path:
     import onnxruntime as ort
 
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    target = cache_root() / f"{source.stem}.{digest}.ort{ort.__version__}.r{RECIPE}.int8.onnx"
+    target = user_cache() / "ocr" / f"{source.stem}.{digest}.ort{ort.__version__}.r{RECIPE}.int8.onnx"
     with _making:
         if target.is_file():
             return target
