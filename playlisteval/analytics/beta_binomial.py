@@ -52,7 +52,16 @@ def log_likelihood(mu: Array, theta: Array, data: Distinct) -> Array:
     a, b, t = (mu * theta)[..., None], ((1 - mu) * theta)[..., None], theta[..., None]
     g = special.gammaln
     s, f, n, w = data
-    return _total(w * (g(s + a) - g(a) + g(f + b) - g(b) - g(n + t) + g(t)))
+    # in place, in the order of  w * (g(s + a) - g(a) + g(f + b) - g(b) - g(n + t) + g(t)):  the same floats
+    # with fewer arrays made (this runs ~10,000 times a report)
+    x = g(s + a)
+    x -= g(a)
+    x += g(f + b)
+    x -= g(b)
+    x -= g(n + t)
+    x += g(t)
+    x *= w
+    return _total(x)
 
 
 def _binomial(mu: Array, data: Distinct) -> Array:
@@ -168,19 +177,20 @@ def quantile(df: Array, level: float) -> Array:
 
 def bounds(f: Fit, q: Array) -> tuple[Array, Array]:
     """Each row's (low, high): where its profile log-likelihood has dropped by q²/2 from its maximum —
-    by bisection on logit μ between μ̂ (inside) and the edge."""
-    cut = f.top - q * q / 2
-    out = []
-    for side in (-1.0, 1.0):
-        inner, outer = f.x_hat.copy(), np.full(f.x_hat.shape, side * LOGIT_EDGE)
-        edge_inside = profile(special.expit(outer), f.data)[0] >= cut
-        for _ in range(BOUND_STEPS):
-            middle = (inner + outer) / 2
-            inside = profile(special.expit(middle), f.data)[0] >= cut
-            inner, outer = np.where(inside, middle, inner), np.where(inside, outer, middle)
-        bound = special.expit(np.where(edge_inside, outer, (inner + outer) / 2))
-        out.append(np.minimum(bound, f.p_hat) if side < 0 else np.maximum(bound, f.p_hat))
-    return out[0], out[1]
+    by bisection on logit μ between μ̂ (inside) and the edge. Both sides bisect together, as rows of one
+    array (rows are independent: the same numbers as one side at a time, in half the numpy calls)."""
+    rows = len(f.x_hat)
+    cut = np.concatenate([f.top - q * q / 2] * 2)
+    data: Distinct = (np.concatenate([f.data[0]] * 2), np.concatenate([f.data[1]] * 2),
+                      np.concatenate([f.data[2]] * 2), np.concatenate([f.data[3]] * 2))
+    inner, outer = np.concatenate([f.x_hat, f.x_hat]), np.repeat([-LOGIT_EDGE, LOGIT_EDGE], rows)
+    edge_inside = profile(special.expit(outer), data)[0] >= cut
+    for _ in range(BOUND_STEPS):
+        middle = (inner + outer) / 2
+        inside = profile(special.expit(middle), data)[0] >= cut
+        inner, outer = np.where(inside, middle, inner), np.where(inside, outer, middle)
+    bound = special.expit(np.where(edge_inside, outer, (inner + outer) / 2))
+    return np.minimum(bound[:rows], f.p_hat), np.maximum(bound[rows:], f.p_hat)
 
 
 def intervals(sums: Array, counts: Array, clusters: NDArray[np.int64], level: float,
