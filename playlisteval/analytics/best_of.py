@@ -119,9 +119,15 @@ def best_of_many(calls: Iterable[Call], *, seed: int, resamples: int = RESAMPLES
     scored: list[dict[str, Any] | ValueError] = []
     for pairs, ratings, clusters in calls:
         try:
-            scored.append(_score(pairs, ratings, clusters, seed, resamples, level))
+            scored.append(score(pairs, ratings, clusters, seed, resamples, level))
         except ValueError as exc:
             scored.append(exc)
+    return with_intervals(scored, seed=seed, resamples=resamples, level=level)
+
+
+def with_intervals(scored: list[dict[str, Any] | ValueError], *, seed: int, resamples: int, level: float
+                   ) -> list[dict[str, Any] | ValueError]:
+    """``score``'s results with their shares' intervals drawn, all in one batch."""
     pending = [(got, key) for got in scored if isinstance(got, dict) for key in ("best_of", "best_of_complete")
                if isinstance(got[key], _Share)]
     # 0/1 values: intervals_from_sums takes them as rates, as cluster_mean(kind="rate") does
@@ -145,10 +151,10 @@ def best_of_k(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, 
     return got
 
 
-def _score(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, bool | int | None]],
-           ratings: Mapping[Any, Mapping[Any, float]], clusters: Mapping[Any, Hashable] | None, seed: int,
-           resamples: int, level: float) -> dict[str, Any]:
-    """best_of_k's result with its two shares as _Share (intervals to compute)."""
+def score(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, bool | int | None]],
+          ratings: Mapping[Any, Mapping[Any, float]], clusters: Mapping[Any, Hashable] | None, seed: int,
+          resamples: int, level: float) -> dict[str, Any]:
+    """best_of_k's result with its two shares as _Share (intervals to compute: ``with_intervals``)."""
     by_question: dict[Hashable, list[tuple[Hashable, Hashable, int | None]]] = defaultdict(list)
     for q, better, worse, verdict in pairs:  # 10,000 pairs a judge in a report: no call per pair but the checks'
         if q not in ratings:
@@ -167,7 +173,7 @@ def _score(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, boo
     picked: list[tuple[float, Hashable, bool]] = []  # (picked the gold, cluster, gold met every rival)
     taus: list[tuple[float, Hashable]] = []
     random_ranking, coin_flips = [], []
-    unscored = undefined = gold_no_verdict = 0
+    undefined = gold_no_verdict = 0
     for q in sorted(ratings, key=repr):  # canonical order (the bootstrap itself is order-free)
         rated, judged = ratings[q], by_question.get(q, [])
         top = max(rated.values())
@@ -182,8 +188,6 @@ def _score(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, boo
             picked.append((float(all(v == 1 for _, v in gold_pairs)), label, rivals == set(rated) - {gold}))
             random_ranking.append(1 / (len(rivals) + 1))
             coin_flips.append(0.5 ** len(gold_pairs))
-        else:
-            unscored += 1
         wins: dict[Hashable, int] = {a: 0 for b, w, _ in judged for a in (b, w)}
         for b, w, v in judged:
             if v is not None:
@@ -198,21 +202,33 @@ def _score(pairs: Iterable[PairVerdict | tuple[Hashable, Hashable, Hashable, boo
     if not picked:
         raise ValueError("no question has a judged pair with its gold answer: best-of-k cannot be scored")
     complete = [(v, c) for v, c, full in picked if full]
+    return result(questions=len(ratings), scored=len(picked), complete=len(complete), gold_no_verdict=gold_no_verdict,
+                  labelled=clusters is not None, best=([v for v, _, _ in picked], [c for _, c, _ in picked]),
+                  best_complete=([v for v, _ in complete], [c for _, c in complete]), random_ranking=random_ranking,
+                  coin_flips=coin_flips, taus=([t for t, _ in taus], [c for _, c in taus]), undefined=undefined,
+                  seed=seed, resamples=resamples, level=level)
+
+
+def result(*, questions: int, scored: int, complete: int, gold_no_verdict: int, labelled: bool,
+           best: tuple[list[float], list[Hashable]], best_complete: tuple[list[float], list[Hashable]],
+           random_ranking: list[float], coin_flips: list[float], taus: tuple[list[float], list[Hashable]],
+           undefined: int, seed: int, resamples: int, level: float) -> dict[str, Any]:
+    """The result's dict from the per-question values (in the questions' order) and their cluster labels:
+    ``best``, ``best_complete`` (the 0/1 picks), ``taus``; the two shares as _Share (``with_intervals``)."""
     return {
         "method": f"best-of-k: {RULE}; {RATE_METHOD}, clustered by "
-                  f"{'question' if clusters is None else 'the given cluster labels'}",
-        "rule": RULE, "questions": len(ratings), "questions_scored": len(picked),
-        "questions_without_gold_pairs": unscored, "questions_with_all_gold_pairs": len(complete),
+                  f"{'the given cluster labels' if labelled else 'question'}",
+        "rule": RULE, "questions": questions, "questions_scored": scored,
+        "questions_without_gold_pairs": questions - scored, "questions_with_all_gold_pairs": complete,
         "gold_pairs_without_verdict": gold_no_verdict, "resamples": resamples, "level": level, "seed": seed,
-        "best_of": _Share([v for v, _, _ in picked], [c for _, c, _ in picked],
-                          "share of scored questions whose gold won all its judged pairs"),
-        "best_of_complete": _Share([v for v, _ in complete], [c for _, c in complete],
+        "best_of": _Share(best[0], best[1], "share of scored questions whose gold won all its judged pairs"),
+        "best_of_complete": _Share(best_complete[0], best_complete[1],
                                    "the same over questions whose gold met every other answer")
         if complete else _empty("the same over questions whose gold met every other answer", level),
         "chance": {"random_ranking": float(np.mean(random_ranking)), "coin_flip_pairs": float(np.mean(coin_flips)),
                    "method": "mean over scored questions of 1/(rivals+1) and of 2^-(gold pairs)"},
-        "kendall_tau": {**_interval([t for t, _ in taus], [c for _, c in taus],
+        "kendall_tau": {**_interval(taus[0], taus[1],
                                     "mean over questions of Kendall tau-b between wins and true ratings", seed,
                                     resamples, level),
-                        "questions": len(taus), "undefined": undefined},
+                        "questions": len(taus[0]), "undefined": undefined},
     }

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from playlisteval.analytics import best_of, mover, multiplicity, power, sign_flips, small_sample, stability
+from playlisteval.analytics import best_of_runs, mover, multiplicity, power, sign_flips, small_sample, stability
 from playlisteval.analytics.intervals import (
     Interval,
     Labels,
@@ -276,11 +276,12 @@ def position_figures(obs: Observations, positions: dict[int, dict[str, float]], 
     where = _per_pair(obs, {q: v["position"] for q, v in positions.items()})
     apart = _per_pair(obs, {q: v["videos_apart"] for q, v in positions.items()})
     requests: list[Request] = []
-    out = [{"judge": judge, "run": run,
-            "by_position": _binned(obs, run, where, POSITION_BINS, boot, "cited segments sit in that third of "
-                                   "the playlist's segments (mean rank of the two)", requests),
-            "by_distance": _binned(obs, run, apart, DISTANCE_BINS, boot, "two segments are that far apart", requests)}
-           for judge, run in sorted(obs.main_runs(evidence).items())]
+    out: list[dict[str, Any]] = [
+        {"judge": judge, "run": run,
+         "by_position": _binned(obs, run, where, POSITION_BINS, boot, "cited segments sit in that third of "
+                                "the playlist's segments (mean rank of the two)", requests),
+         "by_distance": _binned(obs, run, apart, DISTANCE_BINS, boot, "two segments are that far apart", requests)}
+        for judge, run in sorted(obs.main_runs(evidence).items())]
     # every bin of every run at once: the near-ceiling rates' beta-binomial fits in one batch
     # (intervals_from_sums), where one bin at a time cost ~70 ms per such bin; the same numbers as
     # cluster_mean's one at a time
@@ -305,17 +306,10 @@ def best_of_figures(obs: Observations, ratings: dict[int, dict[int, float]], evi
     rated = {p: (q, *obs.ratings[p]) for p, q in obs.item_of.items() if q in ratings}
     unit_of = {q: obs.units[p][boot.unit] for p, (q, *_) in reversed(rated.items())}
     runs = sorted(obs.main_runs(evidence).items())
-    calls: list[best_of.Call] = []
-    for _, run in runs:
-        ids, values = obs.run_arrays(run)  # ascending pair ids
-        pairs = [(*rated[p], None if s == 0.5 else int(s == 1.0)) for p, s in zip(ids.tolist(), values.tolist(),
-                                                                                   strict=True) if p in rated]
-        questions = {q for q, *_ in pairs}
-        labels: dict[int, Any] = {q: unit_of[q] for q in questions}
-        calls.append((pairs, {q: ratings[q] for q in questions}, labels))
-    # every run at once: the share intervals computed in one batch (best_of.best_of_many)
-    for (judge, run), got in zip(runs, best_of.best_of_many(calls, seed=boot.seed, resamples=boot.resamples,
-                                                            level=boot.level), strict=True):
+    # every run at once, as arrays (best_of_runs: best_of's numbers), the share intervals in one batch
+    scored = best_of_runs.best_of_runs([obs.run_arrays(run) for _, run in runs], rated, ratings, unit_of,
+                                       seed=boot.seed, resamples=boot.resamples, level=boot.level)
+    for (judge, run), got in zip(runs, scored, strict=True):
         if isinstance(got, ValueError):  # no gold pair judged: said, not scored
             out.append({"judge": judge, "run": run, "note": str(got)})
             continue
