@@ -62,10 +62,10 @@ def _diff(a: ArrayLike, b: ArrayLike, labels: Labels, boot: Bootstrap, method: s
     return _as_difference(iv, method, boot)
 
 
-def _sides(a: NDArray[np.float64], b: NDArray[np.float64], labels: NDArray[np.int64]) -> PairedRequest:
-    """Each cluster's sum of ``a``, of ``b`` and its count (a paired request, one-way clusters); a side with
-    a value other than 0/1 (a no-verdict's 0.5) is sent as its differences, which keeps the CR2 t."""
-    codes = cluster_codes(labels)
+def _sides(a: NDArray[np.float64], b: NDArray[np.float64], codes: NDArray[np.int64]) -> PairedRequest:
+    """Each cluster's sum of ``a``, of ``b`` and its count (a paired request, one-way clusters; ``codes``:
+    intervals.cluster_codes's numbering); a side with a value other than 0/1 (a no-verdict's 0.5) is sent
+    as its differences, which keeps the CR2 t."""
     k = int(codes.max()) + 1
     counts = np.bincount(codes, minlength=k).astype(np.float64)
     if not bool(np.all(np.isin(a, (0.0, 1.0)) & np.isin(b, (0.0, 1.0)))):
@@ -80,14 +80,14 @@ def _as_difference(iv: Interval, method: str, boot: Bootstrap) -> dict[str, Any]
             "method": f"{method}; {iv.method}, clustered by {boot.unit}"}
 
 
-def _mde_of(d: NDArray[np.float64], obs: Observations, pairs: NDArray[np.int64], unit: str, alpha: float,
-            power_: float) -> dict[str, Any]:
-    """The comparison's row keys: its exact noncentral-t MDE by ``unit`` (None where there is none) and
-    whether that is because no difference ≤ 100 points is detectable (issue 40: never the normal MDE in
-    its place, which at few clusters is smaller than the truth)."""
+def _mde_of(d: NDArray[np.float64], codes: NDArray[np.int64], unit: str, alpha: float, power_: float
+            ) -> dict[str, Any]:
+    """The comparison's row keys: its exact noncentral-t MDE by ``unit`` (``codes``: each pair's cluster;
+    None where there is none) and whether that is because no difference ≤ 100 points is detectable (issue
+    40: never the normal MDE in its place, which at few clusters is smaller than the truth)."""
     if len(d) < 2:
         return {"mde": None, "none_detectable": False}
-    got = power.paired_power(d, {unit: obs.codes(pairs, unit)}, alpha, power_)["units"][unit]
+    got = power.paired_power(d, {unit: codes}, alpha, power_)["units"][unit]
     return {"mde": got["mde"], "none_detectable": got["none_detectable"],
             **({"mde_note": got["note"]} if got["none_detectable"] else {})}
 
@@ -123,28 +123,38 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     mains = obs.main_runs(evidence)
     rows: list[dict[str, Any]] = []
     requests: list[PairedRequest] = []  # each compared row's cluster sums of both sides
+    codes: dict[bytes, NDArray[np.int64]] = {}  # each set of common pairs' clusters, numbered once
     for a, b in combinations(sorted(mains), 2):
         (pa, sa), (pb, sb) = obs.run_arrays(mains[a]), obs.run_arrays(mains[b])
-        pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)  # ascending pair ids
+        if len(pa) == len(pb) and np.array_equal(pa, pb):  # judges that judged the same pairs: most of them
+            pairs, xa, xb = pa, sa, sb
+        else:
+            pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)  # ascending ids
+            xa, xb = sa[ia], sb[ib]
         row: dict[str, Any] = {"judge_a": a, "judge_b": b, "run_a": mains[a], "run_b": mains[b],
                                "pairs": len(pairs)}
         if not len(pairs):
             rows.append({**row, "difference": None, "p_value": None, "mde": None, "note": "no pair judged by both"})
             continue
-        d = sa[ia] - sb[ib]
+        d = xa - xb
         # the discordant cells of the 2×2 right/wrong table (a no-verdict, 0.5, is neither): what the
         # viewer's judge-against-judge page lists pair by pair (view/versus.py)
-        row["a_right_b_wrong"] = int(np.sum((sa[ia] == 1.0) & (sb[ib] == 0.0)))
-        row["b_right_a_wrong"] = int(np.sum((sa[ia] == 0.0) & (sb[ib] == 1.0)))
+        row["a_right_b_wrong"] = int(np.sum((xa == 1.0) & (xb == 0.0)))
+        row["b_right_a_wrong"] = int(np.sum((xa == 0.0) & (xb == 1.0)))
+        # numbered as cluster_codes numbers them (first appearance), which the interval and the power
+        # analysis would each do again: the same numbers, made once per set of pairs
+        key = pairs.tobytes()
+        if key not in codes:
+            codes[key] = cluster_codes(obs.codes(pairs, boot.unit))
         second = obs.second(pairs, boot.unit)
         if second is None:  # each side's cluster sums: MOVER where both are 0/1 (intervals.paired_from_sums)
-            requests.append(_sides(sa[ia], sb[ib], obs.codes(pairs, boot.unit)))
+            requests.append(_sides(xa, xb, codes[key]))
         else:  # a pair belongs to both its videos (playlists): dyadic clusters, the CR2 t of the differences
             sums, counts, members = dyad_sums(d, obs.labels(list(pairs), boot.unit), second)
             requests.append((sums, None, counts, members))
         # "difference" holds the comparison's name until its interval is drawn below
         rows.append({**row, "difference": f"{a} minus {b} accuracy", "p_value": None,
-                     **_mde_of(d, obs, pairs, boot.unit, alpha, power_)})
+                     **_mde_of(d, codes[key], boot.unit, alpha, power_)})
     drawn = iter(paired_from_sums(requests, seed=boot.seed, resamples=boot.resamples, level=boot.level))
     for row in rows:
         if row["difference"] is not None:
