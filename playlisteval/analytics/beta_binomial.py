@@ -34,7 +34,9 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
+
+from playlisteval.analytics import distributions
 
 Array = NDArray[np.float64]
 Distinct = tuple[Array, Array, Array, Array]  # per row: distinct clusters' s, f = n − s, n, and multiplicity w
@@ -171,8 +173,8 @@ def fit(sums: Array, counts: Array, clusters: NDArray[np.int64], few_clusters: i
 
 def quantile(df: Array, level: float) -> Array:
     """The two-sided ``level`` quantile of t on each row's df (the normal's where df = ∞)."""
-    return np.asarray(np.where(np.isinf(df), stats.norm.ppf(0.5 + level / 2),
-                               stats.t.ppf(0.5 + level / 2, np.minimum(df, 1e300))), dtype=np.float64)
+    return np.asarray(np.where(np.isinf(df), distributions.norm_ppf(0.5 + level / 2),
+                               distributions.t_ppf(0.5 + level / 2, np.minimum(df, 1e300))), dtype=np.float64)
 
 
 def bounds(f: Fit, q: Array) -> tuple[Array, Array]:
@@ -206,6 +208,7 @@ def intervals(sums: Array, counts: Array, clusters: NDArray[np.int64], level: fl
         tested = np.isfinite(null) & (null > 0) & (null < 1)
         safe = np.where(tested, null, 0.5)
         statistic = np.sqrt(np.maximum(2 * (top - profile(safe, data)[0]), 0.0))
-        p = np.where(np.isinf(df), 2 * stats.norm.sf(statistic), 2 * stats.t.sf(statistic, np.minimum(df, 1e300)))
+        p = np.where(np.isinf(df), 2 * distributions.norm_sf(statistic),
+                     2 * distributions.t_sf(statistic, np.minimum(df, 1e300)))
         p_values = np.where(tested, np.minimum(1.0, p), np.nan)
     return low, high, p_values, df

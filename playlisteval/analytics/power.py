@@ -20,11 +20,11 @@ Choices (stated in every result's ``method``):
 * MDE with the number of clusters K given: ``δ · sd · √(deff / n)``, δ the exact noncentrality at which a
   level-α t-test on K − 1 degrees of freedom (the variance of a clustered mean is estimated from K cluster
   totals) has the requested power under the noncentral t, both rejection tails counted when two-sided
-  (solved with scipy.stats.nct and a root finder). Why not ``q_{1−α/2} + q_power`` on t quantiles: at few
-  degrees of freedom that sum understates the MDE (two-sided 0.05 at 80 %: K = 2, 14.08 against the exact
-  16.33; K = 3, 5.36 against 5.65), and few clusters are exactly where the MDE matters. Without K: the
-  normal formula ``(z_{1−α/2} + z_power) · sd · √(deff / n)`` (large samples; the opposite tail, under
-  0.01 % power at 80 %, ignored).
+  (solved with the noncentral t of analytics/distributions.py and a root finder). Why not
+  ``q_{1−α/2} + q_power`` on t quantiles: at few degrees of freedom that sum understates the MDE (two-sided
+  0.05 at 80 %: K = 2, 14.08 against the exact 16.33; K = 3, 5.36 against 5.65), and few clusters are
+  exactly where the MDE matters. Without K: the normal formula ``(z_{1−α/2} + z_power) · sd · √(deff / n)``
+  (large samples; the opposite tail, under 0.01 % power at 80 %, ignored).
 * "None detectable": a difference of two accuracies is at most 1 (100 points); an MDE above that means no
   possible difference reaches the requested power, so the result is ``mde: None`` with a ``note`` saying so
   (``none_detectable: True``), never a number over 100 points.
@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from playlisteval.analytics import distributions
 from playlisteval.analytics.intervals import Labels, cluster_codes
 
 ALPHA = 0.05
@@ -111,12 +112,10 @@ def _quantiles(alpha: float, power: float, two_sided: bool, df: int | None) -> f
         raise ValueError(f"alpha {alpha} is not between 0 and 1")
     if not 0 < power < 1:
         raise ValueError(f"power {power} is not between 0 and 1")
-    from scipy import stats  # here, not at import: scipy.stats is ~0.3 s of every report's start (issue 26)
-
     a = 1 - alpha / 2 if two_sided else 1 - alpha
     if df is None:
-        return float(stats.norm.ppf(a) + stats.norm.ppf(power))
-    return float(stats.t.ppf(a, df) + stats.t.ppf(power, df))
+        return float(distributions.norm_ppf(a) + distributions.norm_ppf(power))
+    return float(distributions.t_ppf(a, df) + distributions.t_ppf(power, df))
 
 
 @functools.lru_cache(maxsize=256)
@@ -129,16 +128,16 @@ def noncentrality(alpha: float, power: float, two_sided: bool, df: int) -> float
         raise ValueError(f"power {power} must exceed alpha {alpha}")
     if df < 1:
         raise ValueError(f"a t-test needs at least 1 degree of freedom (got {df})")
-    from scipy import optimize, stats  # here, not at import (issue 26)
+    from scipy import optimize  # here, not at import (issue 26)
 
-    crit = float(stats.t.ppf(1 - alpha / 2 if two_sided else 1 - alpha, df))
+    crit = float(distributions.t_ppf(1 - alpha / 2 if two_sided else 1 - alpha, df))
 
     def shortfall(delta: float) -> float:
-        lower = float(stats.nct.cdf(-crit, df, delta)) if two_sided else 0.0
+        lower = distributions.nct_cdf(-crit, df, delta) if two_sided else 0.0
         # scipy returns NaN where that far tail underflows (df 1, δ ≈ 15: it is below 1e-15 there)
-        return float(stats.nct.sf(crit, df, delta)) + (lower if math.isfinite(lower) else 0.0) - power
+        return distributions.nct_sf(crit, df, delta) + (lower if math.isfinite(lower) else 0.0) - power
 
-    high = crit + float(stats.norm.ppf(power)) + 1.0  # the normal guess, too low at few df: doubled until past
+    high = crit + float(distributions.norm_ppf(power)) + 1.0  # the normal guess, too low at few df: doubled until past
     while shortfall(high) < 0:
         high *= 2
     return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-12, rtol=1e-12))

@@ -25,10 +25,12 @@ FIRST = ("trust", "attribution")
 
 
 def import_sections() -> None:
-    """Load the sections' modules (and scipy.stats under them, ~0.85 CPU-s together): given to Analytics as
-    ``meanwhile``, this runs while DuckDB copies the store, on the core the copy leaves free. A report whose
-    sections are kept (section_cache) copies nothing, so it never imports them (issue 26: report with
-    nothing changed <= 1 s)."""
+    """Load the sections' modules (and scipy.special and scipy.optimize under them, ~0.7 CPU-s together):
+    given to Analytics as ``meanwhile``, this runs while DuckDB copies the store, on the core the copy leaves
+    free. A report whose sections are kept (section_cache) copies nothing, so it never imports them (issue
+    26: report with nothing changed <= 1 s). scipy.stats is not among them (analytics/distributions.py)."""
+    import scipy.optimize  # noqa: F401 - the power analysis's root finder, else imported by the trust section
+
     from playlisteval.analytics import (  # noqa: F401 - imported for their side effect: loaded
         check_sections,
         rate_sections,

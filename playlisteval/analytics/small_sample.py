@@ -39,9 +39,8 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
-from playlisteval.analytics import beta_binomial, dyadic
+from playlisteval.analytics import beta_binomial, distributions, dyadic
 
 RATE_METHOD = ("beta-binomial profile likelihood, signed root on t (Satterthwaite df, K − 1 below 10 clusters); "
                "by video: Wilson score interval with a CR2 dyadic design effect, t on Bell–McCaffrey df")
@@ -67,7 +66,7 @@ DIFFERENCE_METHOD = "cluster-robust t (CR2 standard error) on K − 1 df; p from
 @functools.lru_cache(maxsize=4096)
 def t_quantile(df: float, level: float) -> float:
     """The two-sided ``level`` quantile of Student's t on ``df`` degrees of freedom."""
-    return float(stats.t.ppf(0.5 + level / 2, df))
+    return float(distributions.t_ppf(0.5 + level / 2, df))
 
 
 def t_p_value(statistic: float, df: float) -> float:
@@ -76,7 +75,7 @@ def t_p_value(statistic: float, df: float) -> float:
         return 1.0
     if math.isinf(statistic):
         return 0.0
-    return float(min(1.0, 2 * stats.t.sf(abs(statistic), df)))
+    return float(min(1.0, 2 * distributions.t_sf(abs(statistic), df)))
 
 
 def cr2_variance(sums: NDArray[np.float64], counts: NDArray[np.float64],
