@@ -17,8 +17,9 @@ from playlisteval.analytics import power
 from playlisteval.analytics.intervals import cluster_difference
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.sign_flips import sign_flip_p
-from playlisteval.analytics.trust import paired_table, position_figures, power_figures
+from playlisteval.analytics.trust import paired_table, power_figures
 from playlisteval.analytics.trust_data import Observations, Run
+from playlisteval.analytics.trust_position import position_figures
 from playlisteval.cli import main
 from playlisteval.store import open_store
 from tests import analytics_fixtures, stat_reference

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playlisteval.analytics import agreement, trust, trust_data
+from playlisteval.analytics import agreement, trust, trust_data, trust_position
 from playlisteval.analytics.intervals import Interval
 from playlisteval.analytics.power import mde_cell
 from playlisteval.analytics.rates import Bootstrap
@@ -40,7 +40,7 @@ def figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, eviden
     obs = trust_data.load(an, bench)
     return {"power": trust.power_figures(obs, evidence), "paired": trust.paired_table(obs, evidence, boot),
             "stability": trust.stability_figures(obs, boot), "blind": trust.blind_figures(obs, boot),
-            "position": trust.position_figures(obs, trust_data.segment_positions(an), evidence, boot),
+            "position": trust_position.position_figures(obs, trust_data.segment_positions(an), evidence, boot),
             "best_of": trust.best_of_figures(obs, trust_data.answer_ratings(an, set(obs.units)), evidence, boot),
             "agreement": agreement.figures(obs, evidence, boot)}  # issue 40: alpha, kappa per judge pair
 
