@@ -7,9 +7,9 @@ import importlib
 import click
 
 # one module per area of the tool; add a module here to add its commands to `playlisteval`
-MODULES = ("collection", "building", "eval_group", "evaluate", "selecting", "analytics", "funnel", "models",
-           "cost", "batches", "show", "human", "trust", "versions", "judge_checks", "domains", "view", "gate_shares",
-           "eval_import", "eval_rescore", "operations", "eval_export", "media_roots")
+MODULES = ("collection", "search", "remove", "building", "eval_group", "evaluate", "selecting", "analytics",
+           "funnel", "models", "cost", "batches", "show", "human", "trust", "versions", "judge_checks", "domains",
+           "view", "gate_shares", "eval_import", "eval_rescore", "operations", "eval_export", "media_roots")
 
 
 def all_commands() -> list[click.Command]:

@@ -1,15 +1,13 @@
-"""Commands that collect and index playlists: synth, add, index, search."""
+"""Commands that collect and index playlists: synth, add, index (search: commands/search.py; remove:
+commands/remove.py)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from playlisteval.commands import exitcodes
 from playlisteval.commands.support import console, emit_json, err_console, progress_bar, settings_of
@@ -211,7 +209,7 @@ def index(ctx: click.Context, threads: int | None, embedder: str | None, as_json
     if not as_json:
         print_index_report(report, engine, settings)
         print_unreachable(engine, settings)
-        _print_versions(made)
+        print_versions(made)
     made_variant, variant_exit = {}, exitcodes.DONE
     if variant:  # issue 20: a retriever variant's vectors beside the default ones
         from playlisteval.commands.variant_index import make_variant
@@ -240,145 +238,10 @@ def _changed_files(settings: Any, engine: Any) -> tuple[Any, bool]:
     return found, True
 
 
-def _print_versions(made: list[tuple[str, int, str]]) -> None:
+def print_versions(made: list[tuple[str, int, str]]) -> None:
     for name, version, digest in made:
         console.print(f"benchmark {name!r} changed: version {version} ({digest[:12]}); version {version - 1} stays "
                       f"readable (`playlisteval leaderboard --version {version - 1}`)", highlight=False)
 
 
-@click.command()
-@click.argument("query")
-@click.option("--domain", help="Search only this domain (an unknown one is an error that lists the known ones).")
-@click.option("--k", default=10, show_default=True, type=click.IntRange(min=1), help="How many chunks to return.")
-@click.option("--embedder", help="Embedder name (default: [index] embedder).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {path, start, end, score}.")
-@click.pass_context
-def search(ctx: click.Context, query: str, domain: str | None, k: int, embedder: str | None, as_json: bool) -> None:
-    """The top chunks for a text QUERY, with their video, start and end seconds and score (cosine).
-
-    Warns when even the best score is below [index] search_no_match: then nothing indexed is likely
-    about the query, whatever comes first.
-    """
-    # only what a query needs is imported: no OCR, no video decoding, no torch (tests/test_search_cli.py)
-    from playlisteval.index.embedders import get_embedder
-    from playlisteval.index.search import UnknownDomain, check_searchable, unreachable_videos
-    from playlisteval.index.search import search as run_search
-    from playlisteval.store import open_store
-
-    if not query.strip():
-        raise click.BadParameter("the query is empty", param_hint="QUERY")
-    settings = settings_of(ctx)
-    engine = open_store(settings)
-    model = get_embedder(embedder or settings.index.embedder, settings.index.embedding_dims, settings.index)
-    try:
-        check_searchable(engine, model.name, domain)
-    except UnknownDomain as exc:
-        raise click.BadParameter(str(exc), param_hint="--domain") from None
-    hits = run_search(settings, engine, query, domain=domain, k=k, embedder=model)
-    unreachable = unreachable_videos(engine, model, domain)
-    if unreachable:  # issue 44: the answer below cannot come from them, however well they would match
-        where = f"domain {domain!r}" if domain else "the collection"
-        err_console.print(f"[yellow]warning:[/] {len(unreachable)} indexed video(s) of {where} have no vector "
-                          "(no speech, captions or on-screen text) and can never be found: "
-                          f"{escape(', '.join(u.path for u in unreachable[:3]))}{' …' if len(unreachable) > 3 else ''}",
-                          highlight=False, soft_wrap=True)
-    if not hits:  # the collection has vectors, but none in this domain (its videos skipped or duplicates)
-        err_console.print(f"no chunk of domain {domain!r} is indexed with {model.name}: `playlisteval index` "
-                          "indexes new videos (`playlisteval status` and `index` say which were skipped)",
-                          highlight=False)
-    floor = settings.index.search_no_match
-    if hits and hits[0].score < floor:
-        err_console.print(f"[yellow]warning:[/] the best score, {hits[0].score:.3f}, is below the no-match floor "
-                          f"{floor:g} (\\[index] search_no_match): nothing indexed is likely about this query",
-                          highlight=False)
-    if as_json:
-        click.echo(json.dumps([{"path": h.path, "start": h.start, "end": h.end, "score": h.score} for h in hits]))
-        return
-    table = Table("score", "video", "start", "end")
-    for h in hits:
-        table.add_row(f"{h.score:.3f}", h.path, f"{h.start:.0f}", f"{h.end:.0f}")
-    console.print(table)
-
-
-@click.command()
-@click.argument("videos", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--playlist", "playlists", multiple=True, metavar="DOMAIN/PLAYLIST", help="A playlist to remove.")
-@click.option("--domain", "domains", multiple=True, help="A domain to remove, with all its playlists.")
-@click.option("--force", is_flag=True,
-              help="Also remove accepted, selected and too-easy items built on them (with their pairs, "
-                   "benchmark entries and judgments).")
-@click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was (or would be) removed as JSON.")
-@click.pass_context
-def remove(ctx: click.Context, videos: tuple[Path, ...], playlists: tuple[str, ...], domains: tuple[str, ...],
-           force: bool, dry_run: bool, as_json: bool) -> None:
-    """Take videos out of the collection: VIDEOS (files, or folders: every video under them), --playlist
-    DOMAIN/PLAYLIST or --domain DOMAIN.
-
-    Their chunks, vectors, segments and seeds go, and so do the items built on those seeds with their
-    history (the model calls stay on the ledger: money spent stays spent). Removing accepted, selected or
-    too-easy items needs --force. Media files are never touched. Run `playlisteval index` afterwards: it
-    re-checks videos that were near-duplicates of removed ones and builds their seeds.
-    """
-    from playlisteval.index.removal import remove as run_remove
-    from playlisteval.store import open_store
-
-    if not (videos or playlists or domains):
-        raise click.UsageError("name what to remove: VIDEO files or folders, --playlist DOMAIN/PLAYLIST or --domain")
-    settings = settings_of(ctx)
-    engine = open_store(settings)
-    made: list[tuple[str, int, str]] = []
-    if dry_run:
-        removal = run_remove(engine, videos=list(videos), playlists=list(playlists), domains=list(domains),
-                             force=force, dry_run=True)
-    else:
-        made, removal = _remove_versioned(settings, engine, videos=list(videos), playlists=list(playlists),
-                                          domains=list(domains), force=force)
-    if as_json:
-        emit_json({**removal.as_dict(), "benchmark_versions": [
-            {"benchmark": n, "version": v, "content_hash": h} for n, v, h in made]})
-        return
-    _print_versions(made)
-    verb = "would remove" if dry_run else "removed"
-    items = len(removal.items_not_started) + len(removal.items_started) + (
-        len(removal.items_protected) if force or dry_run else 0)
-    console.print(f"{verb} {len(removal.videos)} video(s): {removal.chunks} chunk(s), {removal.vectors} vector(s), "
-                  f"{removal.segments} segment(s), {removal.seeds} seed(s), {items} item(s)", highlight=False)
-    if removal.items_started:
-        console.print(f"  {len(removal.items_started)} of the items had been worked on: their history goes, their "
-                      "model calls stay on the ledger", highlight=False)
-    if removal.items_protected:
-        shown = ", ".join(f"{i} ({s})" for i, s in removal.items_protected[:10])
-        console.print(f"  [yellow]finished items[/] {shown}" + ("" if force else ": need --force"), highlight=False)
-    for name in removal.playlists:
-        console.print(f"  playlist {name} {'would be' if dry_run else 'is'} empty: removed", highlight=False)
-    for name in removal.domains:
-        console.print(f"  domain {name} {'would have' if dry_run else 'has'} no playlist left: removed",
-                      highlight=False)
-    if removal.rechecked:
-        console.print(f"  {len(removal.rechecked)} video(s) were near-duplicates of removed ones: the next "
-                      "`playlisteval index` checks them again", highlight=False)
-    if not dry_run:
-        console.print("media files were not touched; next: `playlisteval index` (segments, near-duplicates, "
-                      "seeds)", highlight=False)
-
-
-def _remove_versioned(settings: Any, engine: Any, **targets: Any) -> tuple[list[tuple[str, int, str]], Any]:
-    """Run a removal that may change selected benchmarks (issue 22): when it takes finished items (the only
-    ones a benchmark holds), each benchmark's live version is frozen first (its export and leaderboard
-    kept), and one whose pairs changed gets its next version after."""
-    from playlisteval.index.removal import remove as run_remove
-    from playlisteval.select import versions
-
-    plan = run_remove(engine, **targets, dry_run=True)
-    if not (plan.items_protected and targets.get("force")):
-        return [], run_remove(engine, **targets)
-    versions.freeze_all(settings, engine)
-    try:
-        removal = run_remove(engine, **targets)
-    finally:
-        made = versions.advance(engine, "remove")  # a refused removal changed nothing: the copies are dropped
-    return made, removal
-
-
-COMMANDS = [synth, add, index, search, remove]
+COMMANDS = [synth, add, index]

@@ -22,10 +22,10 @@ LAZY: dict[str, tuple[tuple[str, ...], str]] = {
                              'playlist of its folder.'),
     'index': (('collection',), 'Index what is new: 30-s chunks, transcripts, on-screen text, vectors,'
                                ' then segments, near-duplicates and seeds.'),
-    'search': (('collection',), 'The top chunks for a text QUERY, with their video, start and end '
-                                'seconds and score (cosine).'),
-    'remove': (('collection',), 'Take videos out of the collection: VIDEOS (files, or folders: every '
-                                'video under them), --playlist DOMAIN/PLAYLIST or --domain DOMAIN.'),
+    'search': (('search',), 'The top chunks for a text QUERY, with their video, start and end '
+                            'seconds and score (cosine).'),
+    'remove': (('remove',), 'Take videos out of the collection: VIDEOS (files, or folders: every '
+                            'video under them), --playlist DOMAIN/PLAYLIST or --domain DOMAIN.'),
     'build': (('building',), 'Create an item for every seed that has none and run the items through '
                              'the state machine.'),
     'resume': (('building',), 'Re-enqueue every unfinished item whose lease has expired (after a '
