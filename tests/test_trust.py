@@ -14,12 +14,12 @@ from scipy import stats
 from sqlalchemy import text
 
 from playlisteval.analytics import power
-from playlisteval.analytics.intervals import cluster_difference
+from playlisteval.analytics.intervals import cluster_difference, cluster_mean
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.sign_flips import sign_flip_p
 from playlisteval.analytics.trust import paired_table, power_figures
 from playlisteval.analytics.trust_data import Observations, Run
-from playlisteval.analytics.trust_position import position_figures
+from playlisteval.analytics.trust_position import DISTANCE_BINS, POSITION_BINS, position_figures
 from playlisteval.cli import main
 from playlisteval.store import open_store
 from tests import analytics_fixtures, stat_reference
@@ -113,6 +113,36 @@ def test_position_bins_hold_the_pairs_of_their_third() -> None:
     assert [(c["bin"], c["pairs"], c["accuracy"]["estimate"]) for c in fig["by_position"]] == [
         ("early", 2, 0.5), ("middle", 2, 1.0), ("late", 2, 0.5)]
     assert [c["pairs"] for c in fig["by_distance"]] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("unit", ["question", "video"])
+def test_position_bins_drawn_together_are_each_bin_s_own_interval(unit: str) -> None:
+    """Every bin of every run goes through one intervals_from_sums batch: each cell is what cluster_mean
+    gives that bin alone (near-ceiling bins take the beta-binomial; by video the clusters are dyadic)."""
+    rng = np.random.default_rng(5)
+    judges = {"a": rng.binomial(1, 0.97, 120).astype(float).tolist(),
+              "b": rng.binomial(1, 0.6, 120).astype(float).tolist(), "c": [1.0] * 120}
+    obs = observations(judges, per_question=3)
+    positions = {q: {"position": float(rng.random()), "videos_apart": float(rng.integers(0, 4))} for q in range(40)}
+    boot = Bootstrap(seed=11, resamples=500, unit=unit)
+    figures = position_figures(obs, positions, "retrieved", boot)
+    assert len(figures) == 3
+    for fig in figures:
+        pairs, scores = obs.run_arrays(fig["run"])
+        for key, field, bins in (("by_position", "position", POSITION_BINS), ("by_distance", "videos_apart",
+                                                                             DISTANCE_BINS)):
+            for cell, (name, low, high) in zip(fig[key], bins, strict=True):
+                inside = [i for i, p in enumerate(pairs.tolist()) if low <= positions[obs.item_of[p]][field] < high]
+                chosen = [int(pairs[i]) for i in inside]
+                assert cell["bin"] == name and cell["pairs"] == len(chosen)
+                if not chosen:
+                    assert cell["accuracy"] is None
+                    continue
+                alone = cluster_mean(scores[inside], obs.labels(chosen, unit), seed=boot.seed,
+                                     resamples=boot.resamples, level=boot.level, second=obs.second(chosen, unit))
+                assert cell["accuracy"] == {**alone.as_dict(), "resamples": boot.resamples, "unit": unit,
+                                            "method": cell["accuracy"]["method"]}
+                assert cell["accuracy"]["method"].endswith(alone.method)
 
 
 def test_power_and_leaderboard_json_on_a_store(tmp_path: Path) -> None:
