@@ -14,6 +14,7 @@ finish in.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -46,6 +47,18 @@ def compute(makers: Sequence[tuple[str, Callable[[], Section]]],
     ``progress(task, done, total)`` as each section of the page's order is ready; the first failure is
     raised once the sections already running have finished (no thread is left behind)."""
     order = sorted(range(len(makers)), key=lambda i: (makers[i][0] not in FIRST, i))
+    # what exists now (the loaded modules, the copied tables' metadata) is left out of the collector's full
+    # passes while the sections make and drop their many small objects: at 1M judgments those passes went
+    # from ~0.15 to ~0.08 s; unfrozen after, so nothing frozen outlives the report (cycles among it included)
+    gc.freeze()
+    try:
+        return _computed(makers, order, progress)
+    finally:
+        gc.unfreeze()
+
+
+def _computed(makers: Sequence[tuple[str, Callable[[], Section]]], order: list[int],
+              progress: Callable[[str, int, int], None] | None) -> list[Section]:
     with ThreadPoolExecutor(THREADS, thread_name_prefix="report-section") as pool:
         started: dict[int, Future[Section]] = {i: pool.submit(makers[i][1]) for i in order}
         sections: list[Section] = []
