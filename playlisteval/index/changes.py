@@ -29,7 +29,7 @@ from sqlmodel import Session, col, select
 
 from playlisteval.errors import ConfigError, MediaError
 from playlisteval.index.captions import find_sidecar
-from playlisteval.index.collection import content_moved, file_stamp
+from playlisteval.index.file_identity import content_moved, file_stamp
 from playlisteval.index.removal import _cascade, _ids, _plan, _table
 from playlisteval.logs import get_logger
 from playlisteval.media.probe import probe

@@ -14,7 +14,6 @@ transaction; each playlist's rows are written in one short transaction.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from playlisteval.errors import MediaError
 from playlisteval.index import fsnames
 from playlisteval.index.captions import find_sidecar
 from playlisteval.index.episodes import episode_order
+from playlisteval.index.file_identity import content_moved, file_stamp, sha256_file
 from playlisteval.index.manifest import Entry, read_manifest
 from playlisteval.media.probe import ProbeInfo, probe
 from playlisteval.store.engine import transaction
@@ -79,41 +79,6 @@ class AddReport:
                 "duplicates": [{"path": d.path, "existing": d.existing, "added": d.added} for d in self.duplicates],
                 "playlists": self.playlists, "changed": self.changed, "merged": self.merged,
                 "warnings": self.warnings}
-
-
-def sha256_file(path: Path, block: int = 1 << 20) -> str:
-    """The file's SHA-256, read in blocks so that multi-GB videos never sit in memory."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(block):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def file_stamp(path: str | Path) -> tuple[int, float] | None:
-    """(size, mtime) of the file as the store stamps it; None when it cannot be read (missing…)."""
-    try:
-        st = Path(path).stat()
-    except OSError:
-        return None
-    return int(st.st_size), float(st.st_mtime)
-
-
-def content_moved(path: str | Path, sha256: str | None, size: int, mtime: float) -> str | None:
-    """The file's new SHA-256 when its content differs from ``sha256``, else None. Cheap first: a size and
-    mtime equal to the stamped ones (non-zero) mean unchanged without reading the file; otherwise the
-    hash decides (a touched file with the same bytes is unchanged). A missing file is not "changed"
-    (`playlisteval check` reports it)."""
-    stamp = file_stamp(path)
-    if stamp is None or not sha256:
-        return None
-    if size and stamp == (int(size), float(mtime)):
-        return None
-    try:
-        digest = sha256_file(Path(path))
-    except OSError:
-        return None
-    return digest if digest != sha256 else None
 
 
 def _folder_entries(domain: str, folder: Path, report: AddReport) -> list[Entry]:
