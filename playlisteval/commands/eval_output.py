@@ -20,9 +20,9 @@ from playlisteval.commands.support import console, err_console
 if TYPE_CHECKING:
     from playlisteval.analytics.rates import RunIntervals
     from playlisteval.analytics.verdict_health import Health
-    from playlisteval.eval.judge import RunSummary
     from playlisteval.eval.options import JudgeOptions
     from playlisteval.eval.retrieval import RetrievalSummary
+    from playlisteval.eval.run_summary import RunSummary
     from playlisteval.select.difficulty import GateReport
 
 MESSAGES_SHOWN = 3  # distinct error messages printed per run; `eval runs --json` has them all

@@ -19,9 +19,8 @@ audio files) and how the reply ended.
 from __future__ import annotations
 
 import threading
-from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -42,55 +41,25 @@ from playlisteval.eval.judging import MODALITIES, ask, judge_input
 from playlisteval.eval.options import JudgeOptions
 from playlisteval.eval.parallel import map_ordered
 from playlisteval.eval.reward import ask_reward, is_reward_judge
+from playlisteval.eval.run_summary import RunSummary, summarize
 from playlisteval.eval.runs import record as record_results
-from playlisteval.eval.runs import run_counts, state_of
 from playlisteval.eval.verdicts import ERROR, VERDICT, score
 from playlisteval.logs import get_logger
 from playlisteval.models.adaptive import call_threads
 from playlisteval.models.batch.lifecycle import Deferred
-from playlisteval.models.call_rate import CallRate, of_run
+from playlisteval.models.call_rate import of_run
 from playlisteval.models.registry import split_spec
 from playlisteval.models.request import AudioPart, GenerationSettings
 from playlisteval.models.runner import Runner
 from playlisteval.store import open_store, versions
 from playlisteval.store.engine import transaction
-from playlisteval.store.tables import BenchmarkPair, JudgeError, JudgeRun, Judgment, Pair, now
+from playlisteval.store.tables import BenchmarkPair, JudgeRun, Judgment, Pair, now
 
 log = get_logger(__name__)
 
 ROLE = "G"
 PURPOSE = "eval"
 Tick = Callable[[int, int], None]  # (pairs judged, pairs in the run)
-
-
-@dataclass
-class RunSummary:
-    run_id: int
-    judge: str
-    options: JudgeOptions
-    pairs: int  # the benchmark's pairs
-    judged_now: int  # judgments made by this pass
-    accuracy: float | None  # over the judged pairs (no verdict scores 0.5); None when none is judged
-    judged: int = 0
-    errors: int = 0  # pairs whose call failed: no judgment, asked again by the next pass
-    outcomes: dict[str, int] = field(default_factory=dict)
-    by_domain: dict[str, float] = field(default_factory=dict)
-    stopped: str = ""  # budget / quota / unavailable: why this pass stopped asking
-    calls: CallRate | None = None  # this pass's calls: in flight, calls/s, 429s (issue 43); None: no pass ran here
-    error_messages: list[str] = field(default_factory=list)  # distinct, most frequent first
-    finished_at: float = 0.0
-
-    @property
-    def no_verdict(self) -> int:
-        return sum(n for outcome, n in self.outcomes.items() if outcome != VERDICT)
-
-    @property
-    def pending(self) -> int:
-        return max(0, self.pairs - self.judged - self.errors)
-
-    @property
-    def state(self) -> str:
-        return state_of(self.finished_at, self.pairs, self.judged, self.errors)
 
 
 def _run_for(engine: Engine, benchmark_id: int, judge: str, options: JudgeOptions) -> JudgeRun:
@@ -334,25 +303,3 @@ def judge_job(settings: Settings, engine: Engine, runner: Runner, job: jobs.Job)
             failed[pair_id] = result
     added = record_results(engine, run_id, item_id, rows, failed)
     return {"pairs": len(pair_ids), "judged_now": added}
-
-
-def summarize(engine: Engine, run_id: int, options: JudgeOptions, judged_now: int = 0) -> RunSummary:
-    with transaction(engine) as s:
-        run = s.get(JudgeRun, run_id)
-        assert run is not None
-        rows = s.exec(select(Judgment.pair_id, Judgment.score, Judgment.outcome).where(Judgment.run_id == run_id)).all()
-        messages = s.exec(select(JudgeError.error).where(JudgeError.run_id == run_id)).all()
-    counts = run_counts(engine, [run_id])[run_id]
-    texts = pair_texts(engine, [int(p) for p, _, _ in rows])
-    per_domain: dict[str, list[float]] = defaultdict(list)
-    for pair_id, value, _ in rows:
-        per_domain[texts[int(pair_id)].domain].append(float(value))
-    scores = [float(v) for _, v, _ in rows]
-    return RunSummary(
-        run_id=run_id, judge=run.judge, options=options, pairs=counts.pairs, judged_now=judged_now,
-        accuracy=sum(scores) / len(scores) if scores else None, judged=len(rows), errors=counts.errors,
-        outcomes=dict(Counter(str(o) for _, _, o in rows)),
-        by_domain={d: sum(v) / len(v) for d, v in sorted(per_domain.items())},
-        error_messages=[m for m, _ in Counter(str(m) for m in messages).most_common()],
-        finished_at=run.finished_at,
-    )
