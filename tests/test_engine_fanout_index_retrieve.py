@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from playlisteval.cli import main
 from playlisteval.config import load_settings
-from playlisteval.index.work import read_outcome
+from playlisteval.index.outcome import read_outcome
 from playlisteval.store import identity, open_store
 from tests.fault_helpers import Fleet, wait_until
 from tests.helpers import QUIET_SIM, env_for, project

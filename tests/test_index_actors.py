@@ -15,7 +15,8 @@ from sqlmodel import Session, select
 
 from playlisteval.actors.indexing import index_collection
 from playlisteval.index.collection import add_paths
-from playlisteval.index.work import claim, index_video, read_outcome, release
+from playlisteval.index.outcome import read_outcome
+from playlisteval.index.work import claim, index_video, release
 from playlisteval.store import identity, open_store
 from playlisteval.store.tables import Video
 from tests.helpers import env_for, project

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from sqlmodel import Session, col, func, select
 
 from playlisteval.cli import main
+from playlisteval.index.outcome import read_outcome
 from playlisteval.index.pipeline import pending_videos
 from playlisteval.index.search import search
-from playlisteval.index.work import read_outcome
 from playlisteval.store import open_store
 from playlisteval.store.tables import Chunk, ChunkVector, Seed, Segment, Video
 from playlisteval.world.synth import make

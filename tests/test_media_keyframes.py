@@ -23,7 +23,7 @@ from playlisteval.index import chunk_frames as frames_of_chunks
 from playlisteval.index import work
 from playlisteval.index.chunking import chunk_spans
 from playlisteval.index.collection import add_paths
-from playlisteval.index.work import read_outcome
+from playlisteval.index.outcome import read_outcome
 from playlisteval.media.frames import FrameReader, frames_at, keyed_sample_times, keyframe_times, sample_times
 from playlisteval.media.kept import KeptFrames, kept_root
 from playlisteval.media.probe import probe

@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select, update
 
 from playlisteval.actors.indexing import index_collection
 from playlisteval.cli import main
-from playlisteval.index.work import read_outcome
+from playlisteval.index.outcome import read_outcome
 from playlisteval.store import open_store, transaction
 from playlisteval.store.tables import (
     Chunk,

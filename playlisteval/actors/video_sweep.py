@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 from playlisteval.actors import tasks
 from playlisteval.actors.broker import queued_ids
 from playlisteval.index import leases as video_leases
-from playlisteval.index.work import read_outcome
+from playlisteval.index.outcome import read_outcome
 from playlisteval.logs import get_logger
 from playlisteval.store import cancels
 from playlisteval.store.tables import Video

@@ -39,10 +39,10 @@ from playlisteval.index.embedders import Embedder, get_embedder
 from playlisteval.index.leases import Held
 from playlisteval.index.leases import held as held_videos
 from playlisteval.index.ocr import get_ocr, share_cores
+from playlisteval.index.outcome import Outcome, read_outcome, settings_key
 from playlisteval.index.search import Hit, search
 from playlisteval.index.seeds import SeedReport, build_seeds
 from playlisteval.index.segments import SegmentReport, build_segments, mark_duplicates
-from playlisteval.index.work import Outcome, read_outcome, settings_key
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import Chunk, ChunkVector, Video
 

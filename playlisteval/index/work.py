@@ -18,11 +18,10 @@ changed recipe) goes through the same path from its stored chunks: only the vect
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -42,6 +41,7 @@ from playlisteval.index.embed_ahead import EmbedAhead
 from playlisteval.index.embedders import ChunkInput, Embedder, embed_chunks, get_embedder, needs_frames, recipe
 from playlisteval.index.languages import language_for
 from playlisteval.index.ocr import FrameTextReader, get_ocr
+from playlisteval.index.outcome import Outcome, read_outcome, settings_key
 from playlisteval.index.transcripts import Transcripts, transcripts_for
 from playlisteval.index.vectors import content_hash, encode
 from playlisteval.logs import get_logger
@@ -53,47 +53,6 @@ from playlisteval.store.tables import Chunk, ChunkVector, Video
 
 log = get_logger(__name__)
 _TEXT_WINDOW = 64  # chunks embedded per call when no frames are needed
-
-
-@dataclass
-class Outcome:
-    """What indexing one video did; stored as JSON in ``video.index_report`` for the coordinator."""
-
-    run: str
-    status: str  # indexed / skipped / failed (a setting to fix; the video stays "new")
-    reason: str = ""
-    chunks: int = 0
-    transcript_source: str = ""
-    transcript_model: str = ""  # the ASR model, when ASR made the transcript
-    no_text: int = 0  # chunks with neither transcript nor on-screen text
-    embedded: int = 0  # vectors computed
-    reused: int = 0  # vectors kept (same content, same recipe)
-    ocr_read: int = 0  # frames OCR'd
-    ocr_reused: int = 0  # frames that matched the last one read
-    ocr_partial: int = 0  # of the frames OCR'd, those read only where they changed (issue 26)
-    frames: int = 0  # frames read (decoded, or loaded from the kept frames)
-    frames_kept: int = 0  # of those, loaded from the kept frames instead of decoded
-    decoder: str = ""  # decord / pyav
-    full: bool = True  # False: only vectors were (re)computed for an indexed video
-    worker: str = ""  # host:pid of the process that did it
-    warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    # why a video was skipped: "file" (the file itself: never retried) or "error" (anything else, e.g. a
-    # setting: retried by the next `index` once the index settings differ from settings_key's)
-    cause: str = ""
-    settings_key: str = ""
-
-
-def settings_key(cfg: IndexSettings) -> str:
-    """A digest of the index settings, so a video skipped under one configuration is retried under another."""
-    return hashlib.sha256(json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
-
-
-def read_outcome(raw: str) -> Outcome | None:
-    try:
-        return Outcome(**json.loads(raw)) if raw else None
-    except (ValueError, TypeError):
-        return None
 
 
 def claim(engine: Engine, video_id: int, worker: str, lease_s: float) -> bool:
