@@ -27,7 +27,8 @@ from playlisteval.models.batch.api import (
     Polled,
     Result,
 )
-from playlisteval.models.providers.gemini import GeminiProvider, _http, map_error
+from playlisteval.models.providers.gemini import GeminiProvider
+from playlisteval.models.providers.gemini_errors import http, map_error
 from playlisteval.models.request import ModelRequest
 from playlisteval.prompts.schemas import SCHEMAS
 
@@ -37,7 +38,7 @@ _STATES = {"JOB_STATE_PENDING": RUNNING, "JOB_STATE_QUEUED": RUNNING, "JOB_STATE
            "JOB_STATE_CANCELLING": RUNNING, "JOB_STATE_SUCCEEDED": COMPLETED,
            "JOB_STATE_PARTIALLY_SUCCEEDED": COMPLETED, "JOB_STATE_FAILED": FAILED,
            "JOB_STATE_CANCELLED": CANCELLED, "JOB_STATE_EXPIRED": EXPIRED}
-_ERRORS = (genai_errors.APIError, _http.TransportError, ValueError)
+_ERRORS = (genai_errors.APIError, http.TransportError, ValueError)
 
 
 class GeminiBatch:

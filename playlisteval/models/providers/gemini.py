@@ -13,7 +13,6 @@ off (the runner retries); the API version set explicitly (the SDK would call /v1
 from __future__ import annotations
 
 import base64
-import importlib
 import os
 import threading
 import time
@@ -29,17 +28,16 @@ from pydantic import BaseModel
 from playlisteval.config import Settings
 from playlisteval.errors import (
     MediaError,
-    ModelError,
     PermanentModelError,
     ProviderNotAvailable,
-    QuotaExhausted,
     TransientModelError,
 )
 from playlisteval.media.clips import ClipSpec, audio_clip, mime_of, model_clip
 from playlisteval.models.context_cache import ContextCaches, media_prefix
+from playlisteval.models.providers.gemini_errors import http, map_error
 from playlisteval.models.providers.gemini_files import RemoteFiles
 from playlisteval.models.providers.media_parts import video_record
-from playlisteval.models.providers.wire import fallback_usage, mmss, parse_duration, parse_retry_after
+from playlisteval.models.providers.wire import fallback_usage, mmss
 from playlisteval.models.request import (
     AudioPart,
     ImagePart,
@@ -56,67 +54,8 @@ from playlisteval.models.request import (
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
-def _http_module() -> Any:
-    """The HTTP library the installed google-genai uses (httpx2 in 3.x, httpx before)."""
-    for name in ("httpx2", "httpx"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise ImportError("google-genai needs httpx2 or httpx")
-
-
-_http = _http_module()
 _LEVELS = {"none": "MINIMAL", "off": "MINIMAL", "minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM",
            "high": "HIGH", "xhigh": "XHIGH"}
-
-
-def map_error(exc: Exception, where: str) -> ModelError:
-    """A google-genai / transport exception as the runner's transient / permanent / quota error."""
-    if isinstance(exc, _http.TimeoutException):
-        return TransientModelError(f"{where}: timed out")
-    if isinstance(exc, _http.TransportError):
-        return TransientModelError(f"{where}: connection error: {type(exc).__name__}")
-    if isinstance(exc, genai_errors.APIError):
-        code = int(exc.code or 0)
-        text = f"{where}: HTTP {code} {exc.status or ''}: {str(exc.message or '')[:300]}"
-        retry_after = _retry_delay(exc)
-        if code == 429 and _quota_exhausted(exc):
-            return QuotaExhausted(text)
-        if code in (408, 429, 499) or code >= 500:
-            return TransientModelError(text, retry_after=retry_after)
-        return PermanentModelError(text)
-    if isinstance(exc, ValueError):  # a body cut off mid-JSON
-        return TransientModelError(f"{where}: unreadable response: {str(exc)[:200]}")
-    return PermanentModelError(f"{where}: {type(exc).__name__}: {str(exc)[:300]}")
-
-
-def _error_details(exc: genai_errors.APIError) -> list[dict[str, Any]]:
-    body = exc.details if isinstance(exc.details, dict) else {}
-    error = body.get("error", body)
-    details = error.get("details") if isinstance(error, dict) else None
-    return [d for d in details or [] if isinstance(d, dict)]
-
-
-def _retry_delay(exc: genai_errors.APIError) -> float | None:
-    """RetryInfo.retryDelay from the error body, else the Retry-After header."""
-    for detail in _error_details(exc):
-        if str(detail.get("@type", "")).endswith("RetryInfo"):
-            delay = parse_duration(detail.get("retryDelay"))
-            if delay is not None:
-                return delay
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    return parse_retry_after(dict(headers) if headers is not None else None)
-
-
-def _quota_exhausted(exc: genai_errors.APIError) -> bool:
-    """A daily quota or a billing limit: retrying within minutes cannot help (DESIGN: pause instead)."""
-    for detail in _error_details(exc):
-        for violation in detail.get("violations") or []:
-            quota = f"{violation.get('quotaId', '')} {violation.get('quotaMetric', '')}"
-            if "PerDay" in quota or "billing" in quota.lower():
-                return True
-    return "billing" in str(exc.message or "").lower()
 
 
 class GeminiProvider:
@@ -170,7 +109,7 @@ class GeminiProvider:
             config = self._config(request, schema, timeout)
             config.cached_content = cache  # the request's leading media, when they are in a context cache
             response = client.models.generate_content(model=model, contents=contents, config=config)
-        except (genai_errors.APIError, _http.TransportError, ValueError) as exc:
+        except (genai_errors.APIError, http.TransportError, ValueError) as exc:
             if isinstance(exc, genai_errors.APIError) and self._lost_upload(exc, uploaded):
                 raise TransientModelError(f"{where}: an uploaded clip is gone; it will be uploaded again") from exc
             if isinstance(exc, genai_errors.APIError) and cache and "cache" in str(exc.message or "").lower():
@@ -371,7 +310,7 @@ class GeminiProvider:
         try:
             listing = self.client().models.list(config=types.ListModelsConfig(page_size=50, http_options=options))
             names = [m.name or "" for m in listing]
-        except (genai_errors.APIError, _http.TransportError, ValueError) as exc:
+        except (genai_errors.APIError, http.TransportError, ValueError) as exc:
             raise map_error(exc, "gemini") from exc
         known = any(n.endswith(f"/{model}") or n == model for n in names)
         where = self.settings.providers.gemini_base_url or "generativelanguage.googleapis.com"
