@@ -153,19 +153,12 @@ def figures(obs: Observations, evidence: str, boot: Bootstrap) -> dict[str, Any]
         matrix = np.stack([arrays[j][1][np.searchsorted(arrays[j][0], shared)] for j in judges])
         head["alpha"] = alpha(matrix, obs.codes(shared, boot.unit), boot.level)
     head["shared_pairs"] = len(shared)
-    codes: dict[bytes, NDArray[np.int64]] = {}  # each set of common pairs' clusters, looked up once
     for a, b in combinations(judges, 2):
-        (pa, sa), (pb, sb) = arrays[a], arrays[b]
-        if len(pa) == len(pb) and np.array_equal(pa, pb):  # the same pairs (most judges): nothing to intersect
-            pairs, xa, xb = pa, sa, sb
-        else:
-            pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)
-            xa, xb = sa[ia], sb[ib]
-        key = pairs.tobytes()
-        if key not in codes:
-            codes[key] = obs.codes(pairs, boot.unit)
+        pairs, xa, xb = obs.common(mains[a], mains[b])
+        # the cells per cluster are put in canonical order (_per_cluster): any numbering of the clusters gives
+        # the same kappa; this one is kept for the judge-vs-judge table's comparisons over the same pairs
         head["kappa"].append({"judge_a": a, "judge_b": b, "run_a": mains[a], "run_b": mains[b],
-                              "kappa": kappa(xa, xb, codes[key], boot.level)})
+                              "kappa": kappa(xa, xb, obs.cluster_codes(pairs, boot.unit), boot.level)})
     return head
 
 

@@ -24,7 +24,6 @@ from playlisteval.analytics.intervals import (
     Interval,
     Labels,
     PairedRequest,
-    cluster_codes,
     cluster_difference,
     cluster_mean,
     dyad_sums,
@@ -117,14 +116,8 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
     mains = obs.main_runs(evidence)
     rows: list[dict[str, Any]] = []
     requests: list[PairedRequest] = []  # each compared row's cluster sums of both sides
-    codes: dict[bytes, NDArray[np.int64]] = {}  # each set of common pairs' clusters, numbered once
     for a, b in combinations(sorted(mains), 2):
-        (pa, sa), (pb, sb) = obs.run_arrays(mains[a]), obs.run_arrays(mains[b])
-        if len(pa) == len(pb) and np.array_equal(pa, pb):  # judges that judged the same pairs: most of them
-            pairs, xa, xb = pa, sa, sb
-        else:
-            pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)  # ascending ids
-            xa, xb = sa[ia], sb[ib]
+        pairs, xa, xb = obs.common(mains[a], mains[b])  # ascending pair ids
         row: dict[str, Any] = {"judge_a": a, "judge_b": b, "run_a": mains[a], "run_b": mains[b],
                                "pairs": len(pairs)}
         if not len(pairs):
@@ -135,20 +128,17 @@ def paired_table(obs: Observations, evidence: str, boot: Bootstrap, alpha: float
         # viewer's judge-against-judge page lists pair by pair (view/versus.py)
         row["a_right_b_wrong"] = int(np.sum((xa == 1.0) & (xb == 0.0)))
         row["b_right_a_wrong"] = int(np.sum((xa == 0.0) & (xb == 1.0)))
-        # numbered as cluster_codes numbers them (first appearance), which the interval and the power
-        # analysis would each do again: the same numbers, made once per set of pairs
-        key = pairs.tobytes()
-        if key not in codes:
-            codes[key] = cluster_codes(obs.codes(pairs, boot.unit))
+        # numbered as the interval and the power analysis would each number them again (first appearance)
+        codes = obs.cluster_codes(pairs, boot.unit)
         second = obs.second(pairs, boot.unit)
         if second is None:  # each side's cluster sums: MOVER where both are 0/1 (intervals.paired_from_sums)
-            requests.append(_sides(xa, xb, codes[key]))
+            requests.append(_sides(xa, xb, codes))
         else:  # a pair belongs to both its videos (playlists): dyadic clusters, the CR2 t of the differences
             sums, counts, members = dyad_sums(d, obs.labels(list(pairs), boot.unit), second)
             requests.append((sums, None, counts, members))
         # "difference" holds the comparison's name until its interval is drawn below
         rows.append({**row, "difference": f"{a} minus {b} accuracy", "p_value": None,
-                     **_mde_of(d, codes[key], boot.unit, alpha, power_)})
+                     **_mde_of(d, codes, boot.unit, alpha, power_)})
     drawn = iter(paired_from_sums(requests, seed=boot.seed, resamples=boot.resamples, level=boot.level))
     for row in rows:
         if row["difference"] is not None:

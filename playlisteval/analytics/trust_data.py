@@ -81,6 +81,26 @@ class Observations:
             raise KeyError(f"pair {int(wanted[every[at] != wanted][0]) if len(every) else int(wanted[0])} has no units")
         return np.asarray(code[at], dtype=np.int64)
 
+    def common(self, run_a: int, run_b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs both runs judged (ascending ids) and each run's scores on them: the judge-vs-judge
+        table and the kappas ask it of every pair of judges, most of whom judged the very same pairs."""
+        (pa, sa), (pb, sb) = self.run_arrays(run_a), self.run_arrays(run_b)
+        if len(pa) == len(pb) and np.array_equal(pa, pb):  # nothing to intersect
+            return pa, sa, sb
+        pairs, ia, ib = np.intersect1d(pa, pb, assume_unique=True, return_indices=True)
+        return pairs, sa[ia], sb[ib]
+
+    def cluster_codes(self, pairs: np.ndarray, unit: str) -> np.ndarray:
+        """``codes`` numbered as intervals.cluster_codes numbers them (0, 1, … in order of first appearance),
+        kept per set of pairs: the many comparisons over the same pairs number them once."""
+        from playlisteval.analytics.intervals import cluster_codes
+
+        key = ("cluster_codes", unit, np.asarray(pairs, dtype=np.int64).tobytes())
+        if key not in self._arrays:
+            self._arrays[key] = cluster_codes(self.codes(pairs, unit))
+        got: np.ndarray = self._arrays[key]
+        return got
+
     def main_runs(self, evidence: str) -> dict[str, int]:
         """judge → its main run at ``evidence``, full-domain scope, sides as drawn (the leaderboard's)."""
         return {r.judge: r.run_id for r in sorted(self.runs.values(), key=lambda r: r.run_id)
