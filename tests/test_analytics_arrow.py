@@ -8,12 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pytest
 from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import Analytics, AnalyticsError, load_tables
+from playlisteval.analytics import Analytics, AnalyticsError, ledger_groups, load_tables
+from playlisteval.analytics.mirror import FINAL_CALL_STATUSES
 from playlisteval.analytics.runner import FILE_NAME, HEAVY_COLUMNS, VIEW_TABLES
 from playlisteval.config import Settings
 from playlisteval.eval.runs import drop_run
@@ -59,12 +61,22 @@ def test_scanner_gives_the_python_loaders_tables(kind: str, tmp_path: Path, requ
     python = load_tables(engine, VIEW_TABLES, skip_columns=HEAVY_COLUMNS)
     with Analytics(engine, settings, file=False) as an:
         assert an.sync is not None, "the scanner path was not taken"
+        assert an.sync.held_as("model_call") == ledger_groups.TABLE  # the ledger's sums, not its rows
+        python[ledger_groups.TABLE] = _groups_of(python.pop("model_call"))
         for name, expected in python.items():
             got = an.table(f"SELECT * FROM {name}")
             assert got.schema.names == expected.schema.names, name
             for field in expected.schema:  # the same types: ints, floats, booleans, JSON as text
                 assert got.schema.field(field.name).type == field.type, f"{name}.{field.name}"
             assert _sorted(got) == _sorted(expected), name
+
+
+def _groups_of(ledger: pa.Table) -> pa.Table:
+    """The ledger rows' groups, made as the views' fallback makes them where rows were loaded."""
+    con = duckdb.connect()
+    con.register("model_call", ledger)
+    ledger_groups.ensure(con, FINAL_CALL_STATUSES)
+    return con.execute(f"SELECT * FROM {ledger_groups.TABLE}").fetch_arrow_table()
 
 
 def _copy_run(engine: Engine, source: int, created_at: float) -> int:
@@ -139,17 +151,18 @@ def test_a_ledger_row_finished_after_the_copy_is_read_again(tmp_path: Path, requ
         s.add(call)
         s.flush()
         call_id = call.id
-    with Analytics(engine, settings) as an:
-        assert an.rows("SELECT status, usd FROM model_call WHERE id = ?", [call_id]) == [
-            {"status": "in_flight", "usd": 0.0}]
+    with Analytics(engine, settings) as an:  # a group of its own, marked to be read again
+        assert an.rows("SELECT status, usd, calls FROM call_groups WHERE open_id = ?", [call_id]) == [
+            {"status": "in_flight", "usd": 0.0, "calls": 1}]
     with transaction(engine) as s:
         row = s.get(ModelCall, call_id)
         assert row is not None
         row.status, row.usd = "ok", 0.1 + 0.2  # read again through the store's own SQL: exactly, to the last bit
     with Analytics(engine, settings) as an:
         assert an.sync is not None and an.sync.actions["model_call"].startswith("appended")  # re-read by id
-        assert an.rows("SELECT status, usd FROM model_call WHERE id = ?", [call_id]) == [
-            {"status": "ok", "usd": 0.1 + 0.2}]
+        assert an.rows("SELECT status, usd, open_id FROM call_groups WHERE max_id = ?", [call_id]) == [
+            {"status": "ok", "usd": 0.1 + 0.2, "open_id": None}]
+        assert an.rows("SELECT count(*) AS n FROM call_groups WHERE open_id IS NOT NULL") == [{"n": 0}]
         assert _views(an) == _fresh_views(engine, settings)
 
 

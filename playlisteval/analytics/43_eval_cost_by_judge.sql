@@ -5,7 +5,8 @@
 -- (agentic, 16 frames, high thinking) is never averaged into the main pass (issue 41). Passes are the
 -- distinct runs; tokens (input + output + thinking) for hosted judges, GPU-hours for local ones (priced by
 -- the GPU-hour); spend per pass is one scoring of the benchmark under that protocol. The 'All' row totals
--- every call and gives no per-pass figure: a mean over different protocols is no pass's cost.
+-- every call and gives no per-pass figure: a mean over different protocols is no pass's cost. The ledger is
+-- read as its sums (call_groups: analytics/ledger_groups.py): a group counts its calls.
 WITH calls AS (
     SELECT
         coalesce(r.judge, c.provider || '/' || c.model) AS judge,
@@ -18,10 +19,11 @@ WITH calls AS (
         END AS protocol,
         s.main,
         c.run_id,
+        c.calls,
         c.input_tokens + c.output_tokens + c.thinking_tokens AS tokens,
         c.gpu_seconds,
         c.usd
-    FROM model_call AS c
+    FROM call_groups AS c
     LEFT JOIN judge_run AS r ON r.id = c.run_id
     LEFT JOIN run_status AS s ON s.run_id = r.id
     WHERE c.purpose = 'eval'
@@ -31,7 +33,7 @@ SELECT
     CASE WHEN grouping(judge) = 1 THEN 'every protocol' ELSE protocol END AS protocol,
     coalesce(bool_or(main), false) AS main,
     count(DISTINCT run_id) AS passes,
-    count(*) AS calls,
+    CAST(sum(calls) AS BIGINT) AS calls,
     sum(tokens) AS tokens,
     sum(gpu_seconds) / 3600.0 AS gpu_hours,
     sum(usd) AS spend,

@@ -9,6 +9,9 @@ Tables are kept by one of two policies:
   Then the copy is checked against the store — same count, same largest id — and any difference
   (``eval drop`` deleted a run's judgments, an id reused after a delete) reloads the table whole; so
   does a judge run that vanished or was made anew under the same id (its ``created_at`` differs).
+  The ledger is kept as the sums the report reads rather than as rows (``call_groups``,
+  ledger_groups.py): a group's ``calls`` and ``max_id`` stand for its rows' count and largest id in
+  that check, and each unfinished row is a group of its own, re-read by id.
 * **whole** — everything else (items change state, runs change status): small, re-read every time
   into memory (TEMP tables): the file holds the append-only tables only.
 
@@ -24,13 +27,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import extensions, scan
+from playlisteval.analytics import extensions, ledger_groups, scan
 from playlisteval.analytics.scan import Column, quote
 from playlisteval.logs import get_logger
 
@@ -46,10 +49,35 @@ RETRIES = 3  # syncs repeated while another process commits in between (SQLite: 
 class Policy:
     """How an append-only table is kept: ``open_rows`` picks (in DuckDB SQL) the copied rows that may
     still change and are re-read next time; ``runs_checked``: rows belong to judge runs, and a run that
-    disappeared or was made anew invalidates the copy."""
+    disappeared or was made anew invalidates the copy; ``grouped``: the file keeps the rows' groups
+    (ledger_groups.py), where the mirror keeps groups (Mirror's ``grouped``)."""
 
     open_rows: str | None = None
     runs_checked: bool = False
+    grouped: bool = False
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Where and how the file holds a table: its name there, the SQL that makes its rows from the store's
+    (``shape``, given a SELECT of the store's rows), the store's row count and largest id as read from it,
+    and the column of the ids to re-read."""
+
+    table: str
+    grouped: bool = False
+    count: str = "count(*)"
+    largest: str = "coalesce(max(id), 0)"
+    id_column: str = "id"
+
+    @classmethod
+    def of(cls, name: str, policy: Policy | None, groups: bool) -> Stored:
+        if policy is not None and policy.grouped and groups:
+            return cls(ledger_groups.TABLE, True, f"coalesce({ledger_groups.COUNT}, 0)",
+                       f"coalesce({ledger_groups.LARGEST}, 0)", ledger_groups.OPEN_ID)
+        return cls(name)
+
+    def shape(self, rows_sql: str) -> str:
+        return ledger_groups.grouped(rows_sql, FINAL_CALL_STATUSES) if self.grouped else rows_sql
 
 
 # model_call: a row is written 'in_flight', finished later, and one marked 'interrupted' may still be
@@ -57,15 +85,22 @@ class Policy:
 FINAL_CALL_STATUSES = ("ok", "cached", "error", "malformed")
 APPEND: dict[str, Policy] = {
     "judgment": Policy(runs_checked=True),
-    "model_call": Policy(open_rows="status NOT IN (" + ", ".join(f"'{s}'" for s in FINAL_CALL_STATUSES) + ")"),
+    "model_call": Policy(open_rows="status NOT IN (" + ", ".join(f"'{s}'" for s in FINAL_CALL_STATUSES) + ")",
+                         grouped=True),
 }
 
 
 @dataclass
 class SyncStats:
-    """What one sync did, per table: 'whole', 'appended N', 'reloaded (why)', 'unchanged'."""
+    """What one sync did, per table: 'whole', 'appended N', 'reloaded (why)', 'unchanged'; and the name of
+    each table's copy where it is not the store's (the ledger's groups)."""
 
     actions: dict[str, str]
+    stored: dict[str, str] = field(default_factory=dict)
+
+    def held_as(self, name: str) -> str:
+        """The table holding the copy of the store's table ``name``."""
+        return self.stored.get(name, name)
 
     @property
     def reloaded(self) -> list[str]:
@@ -77,10 +112,11 @@ class Mirror:
     store attached as ``store`` (scan.attach)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine, sqlite: bool,
-                 columns: Mapping[str, list[Column]], *, ordered: bool = False) -> None:
-        """``ordered``: each table's rows kept in the store's order (slower: one core writes them)."""
+                 columns: Mapping[str, list[Column]], *, ordered: bool = False, groups: bool = True) -> None:
+        """``ordered``: each table's rows kept in the store's order (slower: one core writes them);
+        ``groups``: the ledger kept as ``call_groups`` (False: as its rows, for `playlisteval sql`)."""
         self.con, self.engine, self.sqlite, self.columns = con, engine, sqlite, columns
-        self.ordered = ordered
+        self.ordered, self.groups = ordered, groups
         self._side: threading.Thread | None = None  # sync's meanwhile, while a sync runs
         self.identity = self._identity()
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {META} (name VARCHAR PRIMARY KEY, signature VARCHAR, "
@@ -95,7 +131,7 @@ class Mirror:
         if self.columns:  # the scanner's first read of a WAL store may make its -wal and -shm: read first
             self.con.execute(f"SELECT 1 FROM {scan.ALIAS}.{quote(next(iter(self.columns)))} LIMIT 1").fetchall()
         if database and self._unchanged_since(_settled_stamp(database)):
-            return SyncStats({name: "unchanged" for name in self.columns})  # no commit since: nothing read
+            return SyncStats({name: "unchanged" for name in self.columns}, self._stored_names())
         side = None if meanwhile is None else threading.Thread(target=_quietly, args=(meanwhile,),
                                                                 name="analytics-meanwhile", daemon=True)
         self._side = side  # started by _sync_once as the big tables' copy starts
@@ -121,7 +157,8 @@ class Mirror:
     def _store_state(self, stamp: Stamp) -> str:
         """The SQLite store's file stamps with every table's signature (store, identity, columns)."""
         return json.dumps([[list(part) if part else None for part in stamp],
-                           {name: self._signature(columns) for name, columns in sorted(self.columns.items())}])
+                           {name: self._signature(columns, Stored.of(name, APPEND.get(name), self.groups))
+                            for name, columns in sorted(self.columns.items())}])
 
     def _unchanged_since(self, stamp: Stamp) -> bool:
         """Whether the last sync into this file ended at this very state of the store: its files'
@@ -162,7 +199,11 @@ class Mirror:
             raise
         finally:
             self.con.execute("RESET preserve_insertion_order")
-        return SyncStats(actions)
+        return SyncStats(actions, self._stored_names())
+
+    def _stored_names(self) -> dict[str, str]:
+        return {name: held for name in self.columns
+                if (held := Stored.of(name, APPEND.get(name), self.groups).table) != name}
 
     def _identity(self) -> str:
         """Which store this is beyond its URL: a store deleted and made again at the same place (its
@@ -182,9 +223,12 @@ class Mirror:
                 parts.append(repr(first))
         return "/".join(parts)
 
-    def _signature(self, columns: list[Column]) -> str:
+    def _signature(self, columns: list[Column], stored: Stored | None = None) -> str:
+        """What a table's copy was made from: the store, its columns, and how the file holds them (a
+        ledger kept as rows by an earlier version is loaded again as groups)."""
+        how = [] if stored is None or not stored.grouped else [stored.table]
         return json.dumps([str(self.engine.url.render_as_string(hide_password=True)), self.identity,
-                           [(c.name, str(c.kind)) for c in columns]])
+                           [(c.name, str(c.kind)) for c in columns], *how])
 
     def _runs(self) -> str:
         """The judge runs as they are in the store now: id and creation time (a run dropped and made
@@ -199,14 +243,15 @@ class Mirror:
                                f"WHERE name = {scan.literal(name)}").fetchone()
         return None if row is None else (row[0], row[1], row[2], row[3], row[4])
 
-    def _record(self, name: str, columns: list[Column], runs: str | None, policy: Policy) -> None:
+    def _record(self, name: str, columns: list[Column], runs: str | None, policy: Policy, stored: Stored) -> None:
         n, max_id = self.con.execute(  # type: ignore[misc]
-            f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}").fetchone()
+            f"SELECT {stored.count}, {stored.largest} FROM {quote(stored.table)}").fetchone()
         open_ids: list[int] = []
         if policy.open_rows:
+            which = f"{stored.id_column} IS NOT NULL" if stored.grouped else policy.open_rows
             open_ids = [int(r[0]) for r in self.con.execute(
-                f"SELECT id FROM {quote(name)} WHERE {policy.open_rows} ORDER BY id").fetchall()]
-        values = [scan.literal(name), scan.literal(self._signature(columns)), str(int(n)), str(int(max_id)),
+                f"SELECT {stored.id_column} FROM {quote(stored.table)} WHERE {which} ORDER BY 1").fetchall()]
+        values = [scan.literal(name), scan.literal(self._signature(columns, stored)), str(int(n)), str(int(max_id)),
                   scan.literal(json.dumps(open_ids)), scan.literal(runs or "[]")]
         self.con.execute(f"INSERT OR REPLACE INTO {META} VALUES ({', '.join(values)})")
 
@@ -215,42 +260,52 @@ class Mirror:
         if policy is None:  # re-read whenever the store changed; kept in the file for a sync with nothing
             # to do (``_unchanged_since``: SQLite only; PostgreSQL's copies stay in memory, read every time)
             return self._whole(name, columns, "whole", temp=_sqlite_file(self.engine, self.sqlite) is None)
+        stored = Stored.of(name, policy, self.groups)
         meta = self._meta(name)
-        if meta is None or meta[0] != self._signature(columns):
-            action = self._whole(name, columns, "reloaded (another store, or new columns)" if meta else "loaded")
+        if meta is None or meta[0] != self._signature(columns, stored):
+            action = self._whole(name, columns, "reloaded (another store, or new columns)" if meta else "loaded",
+                                 stored=stored)
+            if stored.table != name:  # the rows an earlier version kept, now kept as groups
+                self.con.execute(f"DROP TABLE IF EXISTS {quote(name)}")
         else:
-            action = self._append(name, columns, policy, meta, runs)
-        self._record(name, columns, runs, policy)
+            action = self._append(name, columns, policy, meta, runs, stored)
+        self._record(name, columns, runs, policy, stored)
         return action
 
-    def _whole(self, name: str, columns: list[Column], action: str, *, temp: bool = False) -> str:
+    def _whole(self, name: str, columns: list[Column], action: str, *, temp: bool = False,
+               stored: Stored | None = None) -> str:
         kind = "TEMP TABLE" if temp else "TABLE"
-        self.con.execute(f"CREATE OR REPLACE {kind} {quote(name)} AS {scan.select_all(name, columns)}")
+        stored = stored or Stored(name)
+        self.con.execute(f"CREATE OR REPLACE {kind} {quote(stored.table)} AS "
+                         f"{stored.shape(scan.select_all(name, columns))}")
         return action
 
     def _append(self, name: str, columns: list[Column], policy: Policy, meta: tuple[str, int, int, str, str],
-                runs: str | None) -> str:
+                runs: str | None, stored: Stored) -> str:
         _signature, _n, max_id, open_json, runs_before = meta
+        table = quote(stored.table)
         if policy.runs_checked and runs is not None:
             now = {tuple(r) for r in json.loads(runs)}
             gone = [r for r in json.loads(runs_before) if tuple(r) not in now]
             if gone:
-                return self._whole(name, columns, f"reloaded (judge run {gone[0][0]} dropped or made anew)")
+                return self._whole(name, columns, f"reloaded (judge run {gone[0][0]} dropped or made anew)",
+                                   stored=stored)
         open_ids = [int(i) for i in json.loads(open_json)]
         if len(open_ids) > OPEN_IDS_MAX:
-            return self._whole(name, columns, "reloaded (many unfinished rows)")
+            return self._whole(name, columns, "reloaded (many unfinished rows)", stored=stored)
         where = f"id > {int(max_id)}"
         if open_ids:
-            where += f" OR id IN ({', '.join(str(i) for i in open_ids)})"
-            self.con.execute(f"DELETE FROM {quote(name)} WHERE id IN ({', '.join(str(i) for i in open_ids)})")
-        before = self.con.execute(f"SELECT count(*) FROM {quote(name)}").fetchone()[0]  # type: ignore[index]
-        self.con.execute(f"INSERT INTO {quote(name)} {scan.select_where(name, columns, where, self.sqlite)}")
-        after = self.con.execute(f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}").fetchone()
+            listed = ", ".join(str(i) for i in open_ids)
+            where += f" OR id IN ({listed})"
+            self.con.execute(f"DELETE FROM {table} WHERE {stored.id_column} IN ({listed})")
+        before = self.con.execute(f"SELECT {stored.count} FROM {table}").fetchone()[0]  # type: ignore[index]
+        self.con.execute(f"INSERT INTO {table} {stored.shape(scan.select_where(name, columns, where, self.sqlite))}")
+        after = self.con.execute(f"SELECT {stored.count}, {stored.largest} FROM {table}").fetchone()
         n_store, max_store = scan.native_row(self.con, f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}",
                                              self.sqlite)
         if after is None or (int(after[0]), int(after[1])) != (int(n_store), int(max_store)):
-            return self._whole(name, columns, "reloaded (rows deleted or replaced in the store)")
-        added = int(after[0]) - int(before) + len(open_ids)
+            return self._whole(name, columns, "reloaded (rows deleted or replaced in the store)", stored=stored)
+        added = int(after[0]) - int(before)  # the rows read: new ones, and unfinished ones read again
         return f"appended {added}" if added else "unchanged"
 
 

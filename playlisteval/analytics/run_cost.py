@@ -28,9 +28,9 @@ def run_costs(an: Analytics, run_ids: Iterable[int]) -> dict[int, dict[str, Any]
     marks = ", ".join("?" for _ in runs)
     rows = an.rows(f"""
         WITH c AS (
-            SELECT run_id, count(*) AS calls, sum(input_tokens) AS prompt,
+            SELECT run_id, CAST(sum(calls) AS BIGINT) AS calls, sum(input_tokens) AS prompt,
                 sum(output_tokens + thinking_tokens) AS output, sum(usd) AS usd, bool_and(provider = 'sim') AS simulated
-            FROM model_call WHERE purpose = 'eval' AND status <> 'in_flight' AND run_id IN ({marks}) GROUP BY run_id),
+            FROM call_groups WHERE purpose = 'eval' AND status <> 'in_flight' AND run_id IN ({marks}) GROUP BY run_id),
         j AS (SELECT run_id, count(*) AS pairs FROM judgment WHERE run_id IN ({marks}) GROUP BY run_id)
         SELECT c.*, coalesce(j.pairs, 0) AS pairs FROM c LEFT JOIN j USING (run_id)""", [*runs, *runs])
     out: dict[int, dict[str, Any]] = {}

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import mirror, scan, sealed, sql_values
+from playlisteval.analytics import ledger_groups, mirror, scan, sealed, sql_values
 from playlisteval.analytics.columns import AnalyticsError
 from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import COLUMNS, run_options_rows
@@ -149,8 +149,10 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
         columns = scan.store_columns(engine, None if names is None else list(names),
                                      {t: set(c) for t, c in skip.items()})
         with scan.attached(con, engine) as sqlite:
-            # a user's `playlisteval sql` (every table) sees rows in the store's order; our views need none
-            stats = Mirror(con, engine, sqlite, columns, ordered=names is None).sync(meanwhile)
+            # a user's `playlisteval sql` (every table) sees rows in the store's order and the ledger's rows;
+            # our views need no order, and read the ledger's sums (ledger_groups.py)
+            stats = Mirror(con, engine, sqlite, columns, ordered=names is None, groups=names is not None
+                           ).sync(meanwhile)
         return con, stats, used
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])
@@ -215,6 +217,8 @@ class Analytics:
             protocols = {}
         sql_values.temp_table(self.con, "judge_run_options", COLUMNS,
                               run_options_rows(judge_run, settings, protocols))
+        # the ledger's sums, where its rows were loaded (the Python loader, `playlisteval sql`)
+        ledger_groups.ensure(self.con, mirror.FINAL_CALL_STATUSES)
         for view in self.views:
             try:  # TEMP: the analytics file keeps the store's tables only, never the views
                 kind = "TEMP TABLE" if view.materialized else "TEMP VIEW"
