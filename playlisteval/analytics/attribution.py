@@ -34,16 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlmodel import col, func, select
 
 from playlisteval.analytics import attribution_losses
 from playlisteval.analytics.attribution_losses import Losses
 from playlisteval.analytics.intervals import Interval, Request, cluster_sums, intervals_from_sums
 from playlisteval.eval.shortcuts import is_shortcut
 from playlisteval.prompts.citations import parse_citations
-from playlisteval.store.engine import read
-from playlisteval.store.tables import QA, Chunk, DistractorSet, Item, JudgeRun, Judgment, Pair, Seed, Segment
+from playlisteval.store.engine import read_core
 
 if TYPE_CHECKING:
     from playlisteval.analytics.runner import Analytics
@@ -86,9 +85,12 @@ class Attribution:
                 "labels": {c: LABELS[c] for c in CATEGORIES}, "examples": self.examples}
 
 
-def _loss_filter(run_id: int) -> Any:
+# The store is read in plain SQL on a Core connection, not through its SQLModel classes and a Session:
+# importing those (store.tables, the ORM) cost a cold report ~0.3 CPU-s, spent only here and in
+# attribution_losses.py (issue 43). ``s`` below is such a connection (store.engine.read_core), or a Session.
+def _loss_filter(run_id: int) -> str:
     """The run's judgments that are not a win, as a WHERE clause (the same test ``attribute`` applies)."""
-    return (col(Judgment.run_id) == run_id) & (col(Judgment.score) < 1.0)
+    return f"j.run_id = {int(run_id)} AND j.score < 1.0"
 
 
 def _touched(chunks: list[tuple[float, float, int]], ends: float, ranges: list[tuple[float, float]]) -> set[int]:
@@ -108,23 +110,25 @@ class HopSource:
     asked per (item, answer set). A report reads it for every pair's item and shares it across all its
     runs: read per run, the same rows were most of the attribution section's time (issue 26)."""
 
-    def __init__(self, s: Any, items: Any, sets: Any) -> None:
-        """``items`` / ``sets``: subqueries of the item and answer-set ids to read for. They are joins and
+    def __init__(self, s: Any, items: str, sets: str) -> None:
+        """``items`` / ``sets``: SQL subqueries of the item and answer-set ids to read for. They are joins and
         subqueries, never lists of ids: at 100k items an ``IN (?, ?, …)`` is over SQLite's variable limit."""
-        self.answers = {int(d): str(a or "") for d, a in s.exec(
-            select(DistractorSet.id, QA.answer).join(QA, col(QA.id) == col(DistractorSet.qa_id))
-            .where(col(DistractorSet.id).in_(sets))).all()}
-        self.seeds = {int(i): (int(a), int(b)) for i, a, b in s.exec(
-            select(Item.id, Seed.segment1_id, Seed.segment2_id).join(Seed, col(Seed.id) == col(Item.seed_id))
-            .where(col(Item.id).in_(items))).all()}
-        seed_of = select(Item.seed_id).where(col(Item.id).in_(items))
-        wanted = (col(Segment.id).in_(select(Seed.segment1_id).where(col(Seed.id).in_(seed_of)))
-                  | col(Segment.id).in_(select(Seed.segment2_id).where(col(Seed.id).in_(seed_of))))
-        self.segments = {int(g): (int(v), float(a)) for g, v, a in s.exec(
-            select(Segment.id, Segment.video_id, Segment.start).where(wanted)).all()}
+        def fetch(sql: str) -> list[Any]:
+            return list(s.execute(text(sql)).all())
+
+        self.answers = {int(d): str(a or "") for d, a in fetch(
+            f"SELECT d.id, q.answer FROM distractor_set AS d JOIN qa AS q ON q.id = d.qa_id WHERE d.id IN ({sets})")}
+        self.seeds = {int(i): (int(a), int(b)) for i, a, b in fetch(
+            "SELECT i.id, e.segment1_id, e.segment2_id FROM item AS i JOIN seed AS e ON e.id = i.seed_id "
+            f"WHERE i.id IN ({items})")}
+        seed_of = f"SELECT seed_id FROM item WHERE id IN ({items})"
+        wanted = (f"(id IN (SELECT segment1_id FROM seed WHERE id IN ({seed_of})) "
+                  f"OR id IN (SELECT segment2_id FROM seed WHERE id IN ({seed_of})))")
+        self.segments = {int(g): (int(v), float(a)) for g, v, a in fetch(
+            f"SELECT id, video_id, start FROM segment WHERE {wanted}")}
         by_video: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
-        for cid, vid, a, b in s.exec(select(Chunk.id, Chunk.video_id, Chunk.start, Chunk.end).where(
-                col(Chunk.video_id).in_(select(Segment.video_id).where(wanted)))).all():
+        for cid, vid, a, b in fetch('SELECT id, video_id, start, "end" FROM chunk '
+                                   f"WHERE video_id IN (SELECT video_id FROM segment WHERE {wanted})"):
             by_video[int(vid)].append((float(a), float(b), int(cid)))
         self.longest = {v: max(b - a for a, b, _ in rows) for v, rows in by_video.items()}
         for rows in by_video.values():
@@ -135,15 +139,13 @@ class HopSource:
     @classmethod
     def for_run(cls, s: Any, run_id: int) -> HopSource:
         """Only what the run's losses need (one run: `eval attribute RUN`)."""
-        lost = select(Pair.item_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(_loss_filter(run_id))
-        lost_sets = select(Pair.set_id).join(Judgment, col(Judgment.pair_id) == col(Pair.id)).where(
-            _loss_filter(run_id))
-        return cls(s, lost, lost_sets)
+        lost = f"SELECT p.{{}} FROM pair AS p JOIN judgment AS j ON j.pair_id = p.id WHERE {_loss_filter(run_id)}"
+        return cls(s, lost.format("item_id"), lost.format("set_id"))
 
     @classmethod
     def for_every_pair(cls, s: Any) -> HopSource:
         """What any run's losses can need: every item with a pair, every answer set a pair is drawn from."""
-        return cls(s, select(Pair.item_id), select(Pair.set_id))
+        return cls(s, "SELECT item_id FROM pair", "SELECT set_id FROM pair")
 
     def hops(self, item_id: int, set_id: int) -> tuple[str, list[Hop | None]]:
         """(gold answer, [hop 1, hop 2]) of a question; a hop is None when the gold answer cites nothing
@@ -215,11 +217,11 @@ def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int, source:
     """``attribute`` of each run, in order, from one read of the store (the report's every main run); with
     ``an`` (the report) the judgments are the analytics file's copy, the evidence records read from the
     store only where needed (attribution_losses.py)."""
-    with read(engine) as s:  # reads only: no write lock on the store while the losses are read
+    with read_core(engine) as s:  # reads only: no write lock on the store while the losses are read
         if an is None:
-            runs = {int(i or 0): (str(j), str(e), str(sc)) for i, j, e, sc in s.exec(
-                select(JudgeRun.id, JudgeRun.judge, JudgeRun.evidence, JudgeRun.scope)
-                .where(col(JudgeRun.id).in_(list(run_ids)))).all()}
+            runs = {int(i or 0): (str(j), str(e), str(sc)) for i, j, e, sc in s.execute(text(
+                "SELECT id, judge, evidence, scope FROM judge_run WHERE id IN "
+                f"({', '.join(str(int(r)) for r in run_ids) or 'NULL'})")).all()}
         else:
             runs = {int(r["id"]): (str(r["judge"]), str(r["evidence"]), str(r["scope"])) for r in an.rows(
                 "SELECT id, judge, evidence, scope FROM judge_run WHERE id IN "
@@ -227,9 +229,9 @@ def attribute_runs(engine: Engine, run_ids: Sequence[int], *, seed: int, source:
         if missing := [r for r in run_ids if r not in runs]:
             raise LookupError(f"no judge run {missing[0]} (see `playlisteval eval runs`)")
         if an is None:
-            judged = {int(r): int(n) for r, n in s.exec(
-                select(Judgment.run_id, func.count()).where(col(Judgment.run_id).in_(list(run_ids)))
-                .group_by(col(Judgment.run_id))).all()}
+            judged = {int(r): int(n) for r, n in s.execute(text(
+                "SELECT run_id, count(*) FROM judgment WHERE run_id IN "
+                f"({', '.join(str(int(r)) for r in run_ids) or 'NULL'}) GROUP BY run_id")).all()}
             # columns, not ORM objects: building 400k Judgment and Pair instances was most of the time
             losses = attribution_losses.from_store(s, run_ids)
         else:

@@ -19,18 +19,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import String, type_coerce
-from sqlalchemy import select as core_select
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlmodel import col
 
-from playlisteval.store.engine import read
-from playlisteval.store.tables import Judgment, Pair
+from playlisteval.store.engine import read_core
 
 if TYPE_CHECKING:
     from playlisteval.analytics.runner import Analytics
 
 IDS_PER_READ = 500  # evidence read by id in IN lists of this many (SQLite's old variable limit is 999)
+# Plain SQL over the store's tables rather than its SQLModel classes: importing those (store.tables) was
+# ~0.25 CPU-s of a cold report, spent only here (issue 43). The evidence comes as the driver reads it (text
+# on SQLite, decoded JSON on PostgreSQL), as the classes' column typed as a string gave it.
+_LOSSES = ("SELECT j.run_id, j.pair_id, j.outcome, j.score, j.verdict, j.evidence, p.item_id, p.set_id, "
+           "p.better_rating, p.worse_rating FROM judgment AS j JOIN pair AS p ON p.id = j.pair_id "
+           "WHERE j.run_id IN ({runs}) AND j.score < 1.0 ORDER BY j.run_id, j.pair_id")
+_EVIDENCE = "SELECT id, evidence FROM judgment WHERE id IN ({ids})"
 
 
 @dataclass
@@ -60,15 +64,11 @@ def from_store(s: Any, run_ids: Sequence[int]) -> dict[int, Losses]:
     """Every judgment of ``run_ids`` that is not a win, by run: one query for all runs, on the driver's own
     cursor (SQLAlchemy's rows cost more than the query at 200k losses), evidence as read (decoded only where
     a category or an example reads it: decoding every record was most of the report's attribution)."""
-    stmt = (core_select(*(col(c) for c in (Judgment.run_id, Judgment.pair_id, Judgment.outcome, Judgment.score,
-                                           Judgment.verdict)), type_coerce(col(Judgment.evidence), String),
-                        *(col(c) for c in (Pair.item_id, Pair.set_id, Pair.better_rating, Pair.worse_rating)))
-            .join(Pair, col(Pair.id) == col(Judgment.pair_id))
-            .where(col(Judgment.run_id).in_([int(r) for r in run_ids]) & (col(Judgment.score) < 1.0))
-            .order_by(col(Judgment.run_id), col(Judgment.pair_id)))
-    connection = s.connection()
-    # run ids are integers, bound as literals: a driver's own placeholders differ (qmark, pyformat)
-    sql = str(stmt.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    if not run_ids:
+        return {}
+    connection = s.connection() if callable(s.connection) else s  # a Session's connection, or a Core one
+    # run ids are integers, written as literals: a driver's own placeholders differ (qmark, pyformat)
+    sql = _LOSSES.format(runs=", ".join(str(int(r)) for r in run_ids))
     cursor = connection.connection.driver_connection.cursor()
     try:
         cursor.execute(sql)
@@ -118,11 +118,11 @@ def _store_records(engine: Engine, ids: NDArray[np.int64]) -> Callable[[list[int
         wanted = sorted({int(ids[i]) for i in positions})
         found: dict[int, Any] = {}
         if wanted:
-            with read(engine) as s:
+            with read_core(engine) as s:
                 for start in range(0, len(wanted), IDS_PER_READ):
                     part = wanted[start:start + IDS_PER_READ]
-                    found.update(s.execute(core_select(col(Judgment.id), type_coerce(col(Judgment.evidence), String))
-                                        .where(col(Judgment.id).in_(part))).all())
+                    rows = s.execute(text(_EVIDENCE.format(ids=", ".join(str(i) for i in part)))).all()
+                    found.update((int(i), evidence) for i, evidence in rows)
         if missing := [i for i in wanted if i not in found]:
             raise LookupError(f"judgment {missing[0]} is in the analytics copy but no longer in the store (dropped "
                               "while the report ran?): run the report again")

@@ -20,7 +20,7 @@ from playlisteval.analytics.rates import Bootstrap, bench_filter, shown_name
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.scatter import scatter
 from playlisteval.analytics.tabular import DisplayTable, Section, fmt
-from playlisteval.store.engine import read
+from playlisteval.store.engine import read_core
 
 
 def attribution(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> Section:
@@ -42,7 +42,7 @@ def attribution(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) ->
                          numeric=[True, False, False, False, True, True, *([True] * len(CATEGORIES)), False])
     labels: list[str] = []
     series: dict[str, list[plots.Value]] = {LABELS[c]: [] for c in CATEGORIES}
-    with read(an.engine) as s:  # every run's losses look up the same questions' hops: read once (no write lock)
+    with read_core(an.engine) as s:  # every run's losses look up the same questions' hops: read once (no write lock)
         source = HopSource.for_every_pair(s)
     # every run's losses in one query of the analytics file's judgments (per run, 75 queries of the store were
     # most of the section; one query of the store, 300k rows as tuples, ~0.6 CPU-s at 1M judgments)

@@ -17,14 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from playlisteval.analytics.correlation import correlate
 from playlisteval.analytics.runner import Analytics
 from playlisteval.store import transaction
-from playlisteval.store.tables import ExternalScore
 
 
 class CorrelateInputError(ValueError):
@@ -72,6 +69,10 @@ def read_scores(path: Path) -> Published:
 
 def store_scores(engine: Engine, published: Published, source: str) -> None:
     """Replace the stored input with this one (the report draws the last one given)."""
+    from sqlalchemy import delete
+
+    from playlisteval.store.tables import ExternalScore  # here: the report imports this module, never the classes
+
     with transaction(engine) as s:
         s.exec(delete(ExternalScore))
         for judge, score in sorted(published.scores.items()):
@@ -79,6 +80,10 @@ def store_scores(engine: Engine, published: Published, source: str) -> None:
 
 
 def stored_scores(engine: Engine) -> tuple[dict[str, float], str]:
+    from sqlmodel import col, select
+
+    from playlisteval.store.tables import ExternalScore
+
     with transaction(engine) as s:
         rows = s.exec(select(ExternalScore).order_by(col(ExternalScore.judge))).all()
     return {r.judge: float(r.score) for r in rows}, (rows[0].source if rows else "")

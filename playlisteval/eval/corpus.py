@@ -19,11 +19,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from playlisteval.config import Settings
-from playlisteval.errors import ConfigError
+from playlisteval.eval.scopes import check_scope
 from playlisteval.store.engine import transaction
 from playlisteval.store.tables import QA, Chunk, Domain, Item, Playlist, Seed, Segment, Video
-
-FIXED_SCOPES = ("domain", "oracle")
 
 
 @dataclass(frozen=True)
@@ -74,17 +72,6 @@ class Question:
     domain: str
     text: str
     gold: tuple[GoldSegment, GoldSegment]
-
-
-def scope_names(settings: Settings) -> list[str]:
-    return [*FIXED_SCOPES, *settings.eval.scopes]
-
-
-def check_scope(settings: Settings, scope: str) -> str:
-    if scope not in scope_names(settings):
-        raise ConfigError(f"unknown scope {scope!r}; known: {', '.join(scope_names(settings))} "
-                          "(add frozen corpora under [eval] scopes)")
-    return scope
 
 
 def load_questions(engine: Engine, item_ids: list[int]) -> dict[int, Question]:

@@ -18,8 +18,8 @@ from typing import Any
 from playlisteval.config import Settings
 from playlisteval.errors import ConfigError
 from playlisteval.eval import runkey
-from playlisteval.eval.corpus import check_scope
 from playlisteval.eval.modes import MODALITIES, MODES, AudioOptions, check_modality
+from playlisteval.eval.scopes import check_scope
 
 THINKING = ("", "minimal", "low", "medium", "high")
 MEDIA_RESOLUTIONS = ("", "low", "medium", "high")

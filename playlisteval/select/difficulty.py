@@ -30,9 +30,10 @@ from playlisteval.actors import jobs
 from playlisteval.actors.evaluation import run_jobs
 from playlisteval.benchmark.pairs import pair_texts, side_of
 from playlisteval.config import Settings
-from playlisteval.eval.corpus import Corpora, check_scope, load_questions
+from playlisteval.eval.corpus import Corpora, load_questions
 from playlisteval.eval.evidence import Retriever, select_evidence
 from playlisteval.eval.judging import AudioOptions, JudgeInput, ask, judge_input
+from playlisteval.eval.scopes import check_scope
 from playlisteval.eval.verdicts import ERROR, VERDICT
 from playlisteval.logs import get_logger
 from playlisteval.models.batch.lifecycle import Deferred
