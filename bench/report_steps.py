@@ -137,7 +137,8 @@ def figures_file(project: Path) -> dict[str, Any]:
     with scan.attached(con, engine) as sqlite:
         actions = mirror.Mirror(con, engine, sqlite, columns).sync().actions
     board = con.execute(FIGURES_SQL.replace("store.", "")).fetchall()
-    spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM model_call WHERE purpose = 'build' "
+    # the file keeps the ledger as its sums (analytics/ledger_groups.py)
+    spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM call_groups WHERE purpose = 'build' "
                         "GROUP BY ALL ORDER BY 1").fetchall()
     lap = clock.lap()
     return {**lap, "judgment": actions["judgment"], "board": [list(r) for r in board], "spend": dict(spend)}
