@@ -49,8 +49,8 @@ RETRIES = 3  # syncs repeated while another process commits in between (SQLite: 
 class Policy:
     """How an append-only table is kept: ``open_rows`` picks (in DuckDB SQL) the copied rows that may
     still change and are re-read next time; ``runs_checked``: rows belong to judge runs, and a run that
-    disappeared or was made anew invalidates the copy; ``grouped``: the file keeps the rows' groups
-    (ledger_groups.py), where the mirror keeps groups (Mirror's ``grouped``)."""
+    disappeared or was made anew invalidates the copy; ``grouped``: the copy holds the rows' groups
+    (ledger_groups.py) rather than the rows, wherever the mirror keeps groups (Mirror's ``groups``)."""
 
     open_rows: str | None = None
     runs_checked: bool = False
