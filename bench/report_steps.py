@@ -123,7 +123,7 @@ def figures(project: Path) -> dict[str, Any]:
 def figures_file(project: Path) -> dict[str, Any]:
     """The same two figures from the report's analytics file: brought up to date first (mirror.py), as a
     report does, then queried."""
-    from playlisteval.analytics import mirror, scan
+    from playlisteval.analytics import file_lease, mirror, scan
     from playlisteval.analytics.runner import FILE_NAME, HEAVY_COLUMNS, VIEW_TABLES
     from playlisteval.config import load_settings
     from playlisteval.store import open_store
@@ -131,7 +131,7 @@ def figures_file(project: Path) -> dict[str, Any]:
     settings = load_settings(project)
     engine = open_store(settings)
     clock = Clock()
-    con, _path = mirror.connect(project / FILE_NAME)
+    con, _path = file_lease.connect(project / FILE_NAME)
     # the columns first: inside the attachment this process may not open the store itself (scan.attached)
     columns = scan.store_columns(engine, list(VIEW_TABLES), {t: set(c) for t, c in HEAVY_COLUMNS.items()})
     with scan.attached(con, engine) as sqlite:

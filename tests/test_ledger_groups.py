@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from playlisteval.analytics import Analytics, ledger_groups, mirror, scan
+from playlisteval.analytics import Analytics, file_lease, ledger_groups, mirror, scan
 from playlisteval.analytics.runner import FILE_NAME, HEAVY_COLUMNS, VIEW_TABLES
 from playlisteval.store import transaction
 from playlisteval.store.tables import ModelCall
@@ -83,7 +83,7 @@ def test_a_file_holding_the_ledgers_rows_is_loaded_again_as_groups(tmp_path: Pat
     """An analytics file an earlier version wrote (the ledger as rows) is not taken for a copy of the groups."""
     settings, engine = _store(tmp_path, "sqlite", request)
     path = tmp_path / FILE_NAME
-    con, used = mirror.connect(path)
+    con, used = file_lease.connect(path)
     try:  # the earlier way: the ledger's rows in the file
         columns = scan.store_columns(engine, list(VIEW_TABLES), {t: set(c) for t, c in HEAVY_COLUMNS.items()})
         with scan.attached(con, engine) as sqlite:
@@ -91,7 +91,7 @@ def test_a_file_holding_the_ledgers_rows_is_loaded_again_as_groups(tmp_path: Pat
         assert con.execute("SELECT count(*) FROM model_call").fetchone()[0] > 0
     finally:
         con.close()
-        mirror.release(used)
+        file_lease.release(used)
     with Analytics(engine, settings) as an:
         assert an.sync is not None and an.sync.actions["model_call"].startswith("reloaded")
         tables = {name for (name,) in an.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}

@@ -21,7 +21,7 @@ import os
 import duckdb
 
 TABLE = "_verified_extensions"  # in the analytics file: the stamps of the extension files DuckDB verified
-#: the connection settings of the analytics file (mirror.connect): stamped extensions load unchecked
+#: the connection settings of the analytics file (file_lease.connect): stamped extensions load unchecked
 FILE_CONFIG: dict[str, str | bool | int | float | list[str]] = {"allow_unsigned_extensions": "true"}
 
 

@@ -25,16 +25,15 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import duckdb
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import extensions, ledger_groups, scan
+from playlisteval.analytics import ledger_groups, scan, store_stamps
 from playlisteval.analytics.scan import Column, quote
+from playlisteval.analytics.store_stamps import Stamp
 from playlisteval.logs import get_logger
 
 log = get_logger(__name__)
@@ -130,7 +129,7 @@ class Mirror:
         database = _sqlite_file(self.engine, self.sqlite)
         if self.columns:  # the scanner's first read of a WAL store may make its -wal and -shm: read first
             self.con.execute(f"SELECT 1 FROM {scan.ALIAS}.{quote(next(iter(self.columns)))} LIMIT 1").fetchall()
-        if database and self._unchanged_since(_settled_stamp(database)):
+        if database and self._unchanged_since(store_stamps.settled_stamp(database)):
             return SyncStats({name: "unchanged" for name in self.columns}, self._stored_names())
         side = None if meanwhile is None else threading.Thread(target=_quietly, args=(meanwhile,),
                                                                 name="analytics-meanwhile", daemon=True)
@@ -145,9 +144,9 @@ class Mirror:
     def _copy_retried(self, database: str | None) -> SyncStats:
         for _attempt in range(RETRIES):
             # the scanner holds no snapshot across tables on SQLite: a sync that saw a commit is done again
-            before = _settled_stamp(database) if database else ()
+            before = store_stamps.settled_stamp(database) if database else ()
             stats = self._sync_once()
-            if (_stamp(database) if database else ()) == before:
+            if (store_stamps.stamp_of(database) if database else ()) == before:
                 if database:
                     self._remember(before)
                 return stats
@@ -322,73 +321,8 @@ class Raced(Exception):
     """Another process kept committing while the copy was made."""
 
 
-Stamp = tuple[tuple[int, int, int] | None, ...]
-_FRESH_NS = 20_000_000  # a file modified this recently may be modified again within the same clock tick
-
-
-def _stamp(database: str) -> Stamp:
-    """The store file and its WAL as ``os.stat`` sees them (inode, size, modification time): a commit in
-    WAL mode writes frames to the -wal (size or time changes), a checkpoint or a reset the file or the
-    inode. Read without opening either file: a descriptor of ours closed would drop the locks of the
-    SQLite that has it open (store/engine.py, foreign_sqlite), as PRAGMA data_version's connection did."""
-    out: list[tuple[int, int, int] | None] = []
-    for name in (database, database + "-wal"):
-        try:
-            st = os.stat(name)
-        except FileNotFoundError:
-            out.append(None)
-            continue
-        # an empty -wal is no -wal: the last connection to close deletes it, the next to open makes it
-        # (the scanner's own reads do); a commit that went into the file since changed the file itself
-        out.append((st.st_ino, st.st_size, st.st_mtime_ns) if st.st_size or name == database else None)
-    return tuple(out)
-
-
-def _settled_stamp(database: str) -> Stamp:
-    """``_stamp``, taken once the files' last modification is older than a clock tick: the kernel stamps a
-    write with a coarse clock (a few ms), so a commit right after a stamp taken in the same tick as the
-    previous write could leave size and time as they were (a WAL reset overwrites in place)."""
-    stamp = _stamp(database)
-    for _ in range(5):  # bounded: a file system whose clock runs ahead of ours must not hold the sync
-        newest = max((part[2] for part in stamp if part is not None), default=0)
-        wait_ns = newest + _FRESH_NS - time.time_ns()
-        if wait_ns <= 0:
-            break
-        time.sleep(min(wait_ns, _FRESH_NS) / 1e9)
-        stamp = _stamp(database)
-    return stamp
-
-
 def _sqlite_file(engine: Engine, sqlite: bool) -> str | None:
-    """The SQLite store's file, whose stamps tell a commit (``_stamp``); None for PostgreSQL, where the
+    """The SQLite store's file, whose stamps tell a commit (store_stamps.py); None for PostgreSQL, where the
     scanner reads every table in one REPEATABLE READ transaction: nothing to check."""
     database = engine.url.database if sqlite else None
     return str(database) if database and database != ":memory:" else None
-
-
-_IN_USE: set[Path] = set()  # analytics files open in this process (DuckDB would share one instance)
-
-
-def connect(path: Path | None) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
-    """The analytics file (made if missing) and its path, or memory and None when there is none to
-    use: no path, the file held by another report right now (in this process or another), or a file
-    DuckDB cannot open (another version: it is remade). ``release(path)`` when done."""
-    if path is None or path.resolve() in _IN_USE:
-        return duckdb.connect(":memory:"), None
-    try:  # extensions whose file DuckDB verified before load unchecked (extensions.py)
-        con = duckdb.connect(str(path), config=extensions.FILE_CONFIG)
-    except duckdb.IOException as exc:  # another process holds the file's lock: this report reads the store
-        log.info("analytics.file_busy", path=str(path), error=str(exc).splitlines()[0])
-        return duckdb.connect(":memory:"), None
-    except duckdb.Error as exc:
-        log.warning("analytics.file_remade", path=str(path), error=str(exc).splitlines()[0])
-        for stale in (path, path.with_name(path.name + ".wal")):
-            stale.unlink(missing_ok=True)
-        con = duckdb.connect(str(path), config=extensions.FILE_CONFIG)
-    _IN_USE.add(path.resolve())
-    return con, path
-
-
-def release(path: Path | None) -> None:
-    if path is not None:
-        _IN_USE.discard(path.resolve())

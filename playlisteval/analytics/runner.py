@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import ledger_groups, mirror, scan, sealed, sql_values
+from playlisteval.analytics import file_lease, ledger_groups, mirror, scan, sealed, sql_values
 from playlisteval.analytics.columns import AnalyticsError
 from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import COLUMNS, run_options_rows
@@ -143,7 +143,7 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
     """The store's tables in DuckDB: through DuckDB's scanners into the analytics file (or memory), else
     (no scanner for this store, a value SQLite stored with another type than its column's, a store
     that kept changing) through the store's Python driver in one snapshot. ``meanwhile``: see Mirror.sync."""
-    con, used = mirror.connect(path)
+    con, used = file_lease.connect(path)
     try:
         # reflected through the store's Python driver first: inside the attachment it may not connect
         columns = scan.store_columns(engine, None if names is None else list(names),
@@ -157,7 +157,7 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])
         con.close()
-        mirror.release(used)
+        file_lease.release(used)
     from playlisteval.analytics.loader import load_tables  # the fallback: pyarrow only here
 
     con = duckdb.connect(":memory:")
@@ -238,7 +238,7 @@ class Analytics:
 
     def close(self) -> None:
         self.con.close()
-        mirror.release(self.file)
+        file_lease.release(self.file)
         self.file = None
 
     def view_names(self) -> list[str]:
