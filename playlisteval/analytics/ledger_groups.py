@@ -39,11 +39,6 @@ def grouped(rows_sql: str, final_statuses: tuple[str, ...]) -> str:
             f"count(*) AS calls, {sums}, max(id) AS max_id FROM ({rows_sql}) GROUP BY ALL")
 
 
-def columns_read() -> tuple[str, ...]:
-    """The ledger's columns the groups need: what the analytics file copies of it."""
-    return ("id", *KEY, *SUMMED)
-
-
 def ensure(con: duckdb.DuckDBPyConnection, final_statuses: tuple[str, ...]) -> None:
     """``call_groups`` made (TEMP) from the ledger's rows where the rows, not the groups, were loaded."""
     present = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() "
