@@ -31,22 +31,19 @@ couples AS (
     WHERE NOT f.swapped AND r.swapped
 ),
 -- each couple's forward judgments first, then the reversed ones joined on their run and the pair: left
--- to itself DuckDB joined the two runs' judgments on the pair alone (analytics/rates.py, JOINS)
+-- to itself DuckDB joined the two runs' judgments on the pair alone (analytics/rates.py, JOINS). Summed per
+-- couple (its two run ids), the couple's names joined after: grouping a quarter of a million rows by their
+-- names' strings cost more than the sums (issue 43).
 forward AS MATERIALIZED (
-    SELECT c.*, fwd.benchmark AS benchmark_name, fwd.pair_id, fwd.score, fwd.verdict
+    SELECT c.forward_run, c.reversed_run, fwd.pair_id, fwd.score, fwd.verdict
     FROM couples AS c
-    JOIN judgment_facts AS fwd ON fwd.run_id = c.forward_run
+    JOIN judgment_core AS fwd ON fwd.run_id = c.forward_run
+    JOIN pair_facts AS pf ON pf.pair_id = fwd.pair_id  -- judgment_facts' judgments: a pair with its facts
 ),
-both_runs AS (
+sums AS (
     SELECT
-        fwd.benchmark_id,
-        fwd.benchmark_name AS benchmark,
-        fwd.judge,
-        fwd.evidence,
-        fwd.scope,
         fwd.forward_run,
         fwd.reversed_run,
-        fwd.status,
         count(*) AS n,
         avg(fwd.score) AS accuracy_forward,
         avg(rev.score) AS accuracy_reversed,
@@ -58,7 +55,29 @@ both_runs AS (
         avg(CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END) AS wrong_both
     FROM forward AS fwd
     JOIN judgment_core AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id
-    GROUP BY ALL
+    GROUP BY fwd.forward_run, fwd.reversed_run
+),
+both_runs AS (
+    SELECT
+        c.benchmark_id,
+        b.name AS benchmark,
+        c.judge,
+        c.evidence,
+        c.scope,
+        c.forward_run,
+        c.reversed_run,
+        c.status,
+        s.n,
+        s.accuracy_forward,
+        s.accuracy_reversed,
+        s.picked_a_forward,
+        s.picked_a_reversed,
+        s.letter_agreement,
+        s.solved_both,
+        s.wrong_both
+    FROM sums AS s
+    JOIN couples AS c ON c.forward_run = s.forward_run AND c.reversed_run = s.reversed_run
+    LEFT JOIN benchmark AS b ON b.id = c.benchmark_id
 )
 SELECT b.*, b.letter_agreement < p.consistent_letter_agreement AS consistent
 FROM both_runs AS b
