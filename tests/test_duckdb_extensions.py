@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 from playlisteval.analytics import extensions
 
 
-def _checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _checks(monkeypatch: pytest.MonkeyPatch, cache: Path) -> list[str]:
+    """The extensions DuckDB's signature check ran for, with the user's cache at ``cache`` (empty)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     seen: list[str] = []
     real = extensions._verify
 
@@ -25,7 +28,7 @@ def _checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_verified_file_loads_unchecked_next_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    checks = _checks(monkeypatch)
+    checks = _checks(monkeypatch, tmp_path / "cache")
     for _ in range(2):
         con = duckdb.connect(str(tmp_path / "a.duckdb"), config=extensions.FILE_CONFIG)
         extensions.load(con, "sqlite")
@@ -43,7 +46,7 @@ def test_a_changed_file_is_checked_and_a_forged_one_not_loaded(tmp_path: Path,
     folder = tmp_path / "extensions"
     shutil.copytree(extensions.directory(), folder)
     monkeypatch.setattr(extensions, "directory", lambda: str(folder))
-    checks = _checks(monkeypatch)
+    checks = _checks(monkeypatch, tmp_path / "cache")
     con = duckdb.connect(str(tmp_path / "a.duckdb"), config=extensions.FILE_CONFIG)
     extensions.load(con, "sqlite")
     con.close()
@@ -59,3 +62,21 @@ def test_a_changed_file_is_checked_and_a_forged_one_not_loaded(tmp_path: Path,
     assert checks == ["sqlite", "sqlite"]
     assert con.execute("SELECT count(*) FROM duckdb_extensions() WHERE extension_name = 'sqlite_scanner' "
                        "AND loaded").fetchone() == (0,)
+
+
+def test_another_projects_file_trusts_the_users_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stamp a check kept in the user's cache spares a second analytics file (another project, or this one
+    deleted) the check; an unreadable cache only means checking again."""
+    checks = _checks(monkeypatch, tmp_path / "cache")
+    for project in ("a", "b"):
+        con = duckdb.connect(str(tmp_path / f"{project}.duckdb"), config=extensions.FILE_CONFIG)
+        extensions.load(con, "sqlite")
+        con.close()
+    assert checks == ["sqlite"]
+    cached = tmp_path / "cache" / "playlisteval" / extensions.CACHE_FILE
+    assert len(json.loads(cached.read_text())) == 1
+    cached.write_text("not json")
+    con = duckdb.connect(str(tmp_path / "c.duckdb"), config=extensions.FILE_CONFIG)
+    extensions.load(con, "sqlite")
+    con.close()
+    assert checks == ["sqlite", "sqlite"] and len(json.loads(cached.read_text())) == 1  # checked, kept again

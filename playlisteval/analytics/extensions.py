@@ -11,16 +11,28 @@ no unsigned extension, and an extension that fails the check is not loaded (the 
 store instead, as when the wheel is missing). Whoever can rewrite the wheel's file in place keeping its
 stamp can rewrite the rest of the installed packages too. A connection kept in memory (no analytics
 file) allows no unsigned extension and is checked by DuckDB on every load, as before.
+
+The stamps verified are also kept in the user's cache (``$XDG_CACHE_HOME/playlisteval``, user_cache.py),
+since the extension files are the machine's, not a project's: a project's first report, or one whose
+analytics file was deleted, then skips the check too (~0.1 s before its copy starts, issue 43). That file
+is as much the user's as the analytics file and the installed packages; one that cannot be read or
+written only means checking again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
+from pathlib import Path
 
 import duckdb
 
+from playlisteval import user_cache
+
 TABLE = "_verified_extensions"  # in the analytics file: the stamps of the extension files DuckDB verified
+CACHE_FILE = "duckdb-extensions-verified.json"  # in the user's cache: the same stamps, for any project
+CACHE_KEPT = 16  # stamps kept there (the newest): a wheel upgraded many times leaves no long list
 #: the connection settings of the analytics file (file_lease.connect): stamped extensions load unchecked
 FILE_CONFIG: dict[str, str | bool | int | float | list[str]] = {"allow_unsigned_extensions": "true"}
 
@@ -67,9 +79,37 @@ def _unsigned_allowed(con: duckdb.DuckDBPyConnection) -> bool:
 
 def _verified(con: duckdb.DuckDBPyConnection, stamp: str) -> bool:
     try:
-        return con.execute(f"SELECT 1 FROM {TABLE} WHERE stamp = {_literal(stamp)}").fetchone() is not None
+        if con.execute(f"SELECT 1 FROM {TABLE} WHERE stamp = {_literal(stamp)}").fetchone() is not None:
+            return True
     except duckdb.Error:  # none kept yet
-        return False
+        pass
+    return stamp in _cached()
+
+
+def _cached() -> list[str]:
+    """The stamps the user's cache holds ([] when there is none, or it cannot be read)."""
+    try:
+        kept = json.loads((user_cache.root() / CACHE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [s for s in kept if isinstance(s, str)] if isinstance(kept, list) else []
+
+
+def _cache(stamp: str) -> None:
+    """``stamp`` added to the user's cache, written whole and moved into place (a reader never sees half)."""
+    written = None
+    try:
+        folder = user_cache.root()
+        folder.mkdir(parents=True, exist_ok=True)
+        kept = [s for s in _cached() if s != stamp][-(CACHE_KEPT - 1):] + [stamp]
+        with tempfile.NamedTemporaryFile("w", dir=folder, prefix=".extensions-", suffix=".tmp", delete=False,
+                                         encoding="utf-8") as out:
+            written = out.name
+            json.dump(kept, out)
+        os.replace(written, folder / CACHE_FILE)
+    except OSError:  # the next command without the stamp in its analytics file checks again: never less safe
+        if written is not None:
+            Path(written).unlink(missing_ok=True)
 
 
 def _verify(folder: str, name: str) -> None:
@@ -90,6 +130,8 @@ def _keep(con: duckdb.DuckDBPyConnection, stamp: str) -> None:
         con.execute(f"INSERT INTO {TABLE} VALUES ({_literal(stamp)})")
     except duckdb.Error:  # the next command checks the signature again: slower, never less safe
         pass
+    if stamp not in _cached():
+        _cache(stamp)
 
 
 def load(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from playlisteval import user_cache
 from playlisteval.errors import ConfigError
 
 NAME = "whisper-base"
@@ -37,8 +37,7 @@ _CHUNK = 1 << 20
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "playlisteval"
+    return user_cache.root()
 
 
 def _data(package: str) -> Path:

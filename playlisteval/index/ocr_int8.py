@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from playlisteval import user_cache  # $XDG_CACHE_HOME/playlisteval
 from playlisteval.errors import ConfigError
-from playlisteval.index.asr_shipped import cache_root as user_cache  # $XDG_CACHE_HOME/playlisteval
 from playlisteval.logs import get_logger
 
 log = get_logger(__name__)
@@ -76,7 +76,7 @@ def int8_detector(source: Path) -> Path:
     import onnxruntime as ort
 
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    target = user_cache() / "ocr" / f"{source.stem}.{digest}.ort{ort.__version__}.r{RECIPE}.int8.onnx"
+    target = user_cache.root() / "ocr" / f"{source.stem}.{digest}.ort{ort.__version__}.r{RECIPE}.int8.onnx"
     with _making:
         if target.is_file():
             return target
