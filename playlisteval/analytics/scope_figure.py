@@ -68,10 +68,14 @@ def protocol_steps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap,
     base, params = _base(bench)
     values = ", ".join("(?, ?, ?, ?)" for _ in wanted)
     sql = (f"WITH b AS MATERIALIZED (SELECT benchmark_id, judge, line, scope, pair_id, item_id, score FROM ({base})), "
-           f"w(judge, line, small, large) AS (VALUES {values}) "
-           "SELECT w.judge, w.line, w.small, w.large, l.item_id, l.score - s.score AS d FROM w "
-           "JOIN b AS s ON s.judge = w.judge AND s.line = w.line AND s.scope = w.small "
-           "JOIN b AS l ON l.judge = w.judge AND l.line = w.line AND l.scope = w.large AND l.pair_id = s.pair_id "
+           f"w(judge, line, small, large) AS (VALUES {values}), "
+           # each step's smaller scope first (MATERIALIZED), then the larger one joined on it: left to itself DuckDB
+           # joined the two sides on judge, line and pair first, every scope with every other (1.26M rows at 1M
+           # judgments), and only then picked the steps (rates.py, JOINS)
+           "s AS MATERIALIZED (SELECT w.judge, w.line, w.small, w.large, b.benchmark_id, b.pair_id, b.score FROM w "
+           "JOIN b ON b.judge = w.judge AND b.line = w.line AND b.scope = w.small) "
+           "SELECT s.judge, s.line, s.small, s.large, l.item_id, l.score - s.score AS d FROM s "
+           "JOIN b AS l ON l.judge = s.judge AND l.line = s.line AND l.scope = s.large AND l.pair_id = s.pair_id "
            "AND l.benchmark_id = s.benchmark_id")
     sums = aggregate(an, sql, [*params, *(v for step in wanted for v in step)], ("judge", "line", "small", "large"),
                      boot, ("d",))
