@@ -158,11 +158,16 @@ def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
 def answer_ratings(an: Analytics, pairs: set[int]) -> dict[int, dict[int, float]]:
     """question → every answer's rating in the answer set its benchmark pairs come from (answers named by
     their rating: a set holds one answer per rating)."""
+    got = an.arrays("SELECT DISTINCT p.pair_id, p.item_id, a.rating FROM pair_facts AS p "
+                    "JOIN answer AS a ON a.set_id = p.set_id")
+    # as arrays, each (question, rating) once: the 50k rows at 1M judgments as dicts were ~0.05 s of the section
+    judged = np.fromiter(pairs, dtype=np.int64, count=len(pairs))
+    keep = np.isin(np.asarray(got["pair_id"], dtype=np.int64), judged)
+    wanted = np.column_stack([np.asarray(got["item_id"], dtype=np.int64)[keep],
+                              np.asarray(got["rating"], dtype=np.int64)[keep]])
     out: dict[int, dict[int, float]] = defaultdict(dict)
-    for r in an.rows("SELECT DISTINCT p.pair_id, p.item_id, a.rating FROM pair_facts AS p "
-                     "JOIN answer AS a ON a.set_id = p.set_id"):
-        if int(r["pair_id"]) in pairs:
-            out[int(r["item_id"])][int(r["rating"])] = float(r["rating"])
+    for item, rating in np.unique(wanted, axis=0).tolist() if len(wanted) else []:
+        out[item][rating] = float(rating)
     return dict(out)
 
 
