@@ -12,7 +12,7 @@ store instead, as when the wheel is missing). Whoever can rewrite the wheel's fi
 stamp can rewrite the rest of the installed packages too. A connection kept in memory (no analytics
 file) allows no unsigned extension and is checked by DuckDB on every load, as before.
 
-The stamps verified are also kept in the user's cache (``$XDG_CACHE_HOME/playlisteval``, user_cache.py),
+The stamps verified are also kept in the user's cache (``$XDG_CACHE_HOME/playlisteval``, config/user_cache.py),
 since the extension files are the machine's, not a project's: a project's first report, or one whose
 analytics file was deleted, then skips the check too (~0.1 s before its copy starts, issue 43). That file
 is as much the user's as the analytics file and the installed packages; one that cannot be read or
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import duckdb
 
-from playlisteval import user_cache
+from playlisteval.config import user_cache
 
 TABLE = "_verified_extensions"  # in the analytics file: the stamps of the extension files DuckDB verified
 CACHE_FILE = "duckdb-extensions-verified.json"  # in the user's cache: the same stamps, for any project

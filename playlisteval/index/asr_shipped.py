@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from playlisteval import user_cache
+from playlisteval.config import user_cache
 from playlisteval.errors import ConfigError
 
 NAME = "whisper-base"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from playlisteval import user_cache  # $XDG_CACHE_HOME/playlisteval
+from playlisteval.config import user_cache  # $XDG_CACHE_HOME/playlisteval
 from playlisteval.errors import ConfigError
 from playlisteval.logs import get_logger
 
