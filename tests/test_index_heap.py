@@ -51,3 +51,28 @@ def test_give_back_returns_freed_heap_pages() -> None:
 def test_give_back_twice_is_harmless() -> None:
     heap.give_back()
     assert heap.give_back() in (True, False)  # nothing left to release is not an error
+
+
+def test_with_slack_pages_go_back_only_once_the_resident_set_grew_by_it() -> None:
+    libc = _glibc()
+    if libc is None:
+        pytest.skip("malloc_trim is glibc's")
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    heap.give_back()  # the baseline: the resident set just after a release
+    assert heap.give_back(slack=BLOCK * BLOCKS) is False  # nothing grew: the freed pages stay for reuse
+
+    blocks = [libc.malloc(BLOCK) for _ in range(BLOCKS)]
+    pin = libc.malloc(BLOCK)
+    try:
+        for b in blocks:
+            ctypes.memset(b, 1, BLOCK)
+        for b in blocks:
+            libc.free(b)
+        before = _resident_bytes()
+        assert heap.give_back(slack=BLOCK * BLOCKS * 4) is False  # grown by less than the slack: kept
+        assert _resident_bytes() >= before - BLOCK * 16
+        assert heap.give_back(slack=BLOCK * BLOCKS // 4) is True  # grown by more: released
+        assert before - _resident_bytes() >= BLOCK * BLOCKS // 2
+    finally:
+        libc.free(pin)

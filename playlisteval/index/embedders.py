@@ -114,7 +114,7 @@ class MiniLMEmbedder:
             # a batch's activations (tens of MB, of another size each batch) are freed now; left in glibc's
             # arenas they fragmented, and a 30-minute video's embedding tail grew the index by ~280 MB
             with phases.timed("heap release"):
-                heap.give_back()
+                heap.give_back(heap.SLACK)
         return normalize_rows(out)
 
 

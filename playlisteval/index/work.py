@@ -238,10 +238,10 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
                 else:
                     del images  # read: nothing of this chunk's frames is needed any more
                 if ahead is not None:
-                    # the chunk's decoded pictures and OCR tensors are freed; their pages go back to the
-                    # system now instead of piling up in glibc's per-thread arenas (heap.py, issue 43)
+                    # the chunk's decoded pictures and OCR tensors are freed; once such pages add up to
+                    # heap.SLACK they go back to the system instead of piling up in glibc's arenas (issue 43)
                     with phases.timed("heap release"):
-                        heap.give_back()
+                        heap.give_back(heap.SLACK)
                 chunk_progress.note(outcome.run, video.id, i + 1)  # the `index` bar moves per chunk
             texts = texts or _heard(heard, outcome)
             for i in idxs:
