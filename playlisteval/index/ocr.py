@@ -49,9 +49,10 @@ class RapidOcr:
 
     name = "rapidocr"
 
-    def __init__(self, min_score: float = 0.5, int8: bool = False) -> None:
+    def __init__(self, min_score: float = 0.5, int8: bool = False, int8_rec: bool = False) -> None:
         self.min_score = min_score
         self.int8 = int8  # the 8-bit text detector (ocr_int8.py; [index] ocr_detector)
+        self.int8_rec = int8_rec  # the 8-bit recogniser ([index] ocr_recognizer)
         self.threads = 1  # ONNX threads of the engines made from now on (``set_threads``)
         self._idle: dict[int, list[Any]] = {}  # idle engines by their thread count
         self._pool_lock = threading.Lock()
@@ -98,8 +99,8 @@ class RapidOcr:
             "EngineConfig.onnxruntime.intra_op_num_threads": threads,
             "EngineConfig.onnxruntime.inter_op_num_threads": 1,
         })
-        # threads that sleep, not spin, between ONNX calls; the 8-bit detector where chosen (ocr_sessions.py)
-        use_quiet_sessions(engine, threads, self.int8)
+        # threads that sleep, not spin, between ONNX calls; the 8-bit models where chosen (ocr_sessions.py)
+        use_quiet_sessions(engine, threads, self.int8, self.int8_rec)
         return engine
 
     def read(self, image: Image.Image) -> list[str]:
@@ -178,7 +179,7 @@ def _bounds(points: Any) -> Box:
     return float(arr[:, 0].min()), float(arr[:, 1].min()), float(arr[:, 0].max()), float(arr[:, 1].max())
 
 
-_engines: dict[tuple[str, float, bool], OcrEngine] = {}
+_engines: dict[tuple[str, float, bool, bool], OcrEngine] = {}
 _engines_lock = threading.Lock()
 
 
@@ -191,11 +192,11 @@ def get_ocr(settings: IndexSettings) -> OcrEngine | None:
         raise ConfigError(f"unknown OCR {settings.ocr!r}; known: rapidocr, none")
     from playlisteval.index.ocr_int8 import wants_int8
 
-    int8 = wants_int8(settings.ocr_detector)
-    key = (name, settings.ocr_min_score, int8)
+    int8, int8_rec = wants_int8(settings.ocr_detector), wants_int8(settings.ocr_recognizer)
+    key = (name, settings.ocr_min_score, int8, int8_rec)
     with _engines_lock:
         if key not in _engines:
-            _engines[key] = RapidOcr(settings.ocr_min_score, int8)
+            _engines[key] = RapidOcr(settings.ocr_min_score, int8, int8_rec)
         return _engines[key]
 
 

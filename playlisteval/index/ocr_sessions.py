@@ -20,13 +20,13 @@ from playlisteval.logs import get_logger
 log = get_logger(__name__)
 
 
-def use_quiet_sessions(engine: Any, threads: int, int8: bool = False) -> bool:
+def use_quiet_sessions(engine: Any, threads: int, int8: bool = False, int8_rec: bool = False) -> bool:
     """Give a fresh rapidocr engine detection and recognition sessions that do not spin; True when
-    done (the angle classifier is off, see ocr.py, so it keeps rapidocr's). ``int8``: the detection
-    session runs the 8-bit copy of rapidocr's detector (ocr_int8.py); a copy that cannot be made is a
-    ConfigError, never a silent fall back to floats."""
+    done (the angle classifier is off, see ocr.py, so it keeps rapidocr's). ``int8`` / ``int8_rec``: the
+    detection / recognition session runs the 8-bit copy of rapidocr's model (ocr_int8.py); a copy that
+    cannot be made is a ConfigError, never a silent fall back to floats."""
     from playlisteval.errors import ConfigError
-    from playlisteval.index.ocr_int8 import int8_detector
+    from playlisteval.index.ocr_int8 import int8_detector, int8_recognizer
 
     try:
         import onnxruntime as ort
@@ -44,6 +44,8 @@ def use_quiet_sessions(engine: Any, threads: int, int8: bool = False) -> bool:
                 path = Path(cfg.Global.model_root_dir) / Path(info["model_dir"]).name
             if int8 and kind == 0:  # the detector
                 path = int8_detector(Path(path))
+            elif int8_rec and kind == 1:  # the recogniser
+                path = int8_recognizer(Path(path))
             made.append(ort.InferenceSession(str(path), sess_options=_options(ort, threads),
                                              providers=["CPUExecutionProvider"]))
         for part, session in zip((cfg.Det, cfg.Rec), made, strict=True):
