@@ -133,7 +133,7 @@ def test_ocr_sessions_sleep_between_calls_and_read_the_same_text(monkeypatch: py
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
         assert options.intra_op_num_threads == 2
     quiet = engine(card.convert("RGB"))
-    monkeypatch.setattr(ocr_sessions, "use_quiet_sessions", lambda engine, threads, int8=False: False)
+    monkeypatch.setattr(ocr_sessions, "use_quiet_sessions", lambda engine, threads, int8=False, int8_rec=False: False)
     plain = RapidOcr()._load(2)
     assert plain.cfg.Det.get("session") is None  # rapidocr's own sessions, made on its first call
     default = plain(card.convert("RGB"))
