@@ -55,8 +55,8 @@ def test_samples_move_to_a_keyframe_of_their_quarter_first_then_of_their_chunk(t
     spans = [(0.0, 20.0), (20.0, 40.0)]
     keyed = keyed_sample_times(spans, 4, keys)
     # quarters of 5 s: a keyframe at 0 (first quarter), 15 (fourth; 15 is not inside [10, 15)), 30;
-    # every other sample keeps its exact slice centre
-    assert keyed == [[0.0, 7.5, 12.5, 15.0], [22.5, 27.5, 30.0, 37.5]]
+    # every other sample is exact, at the start of its quarter: the nearest frame to the keyframe before it
+    assert keyed == [[0.0, 5.0, 10.0, 15.0], [20.0, 25.0, 30.0, 35.0]]
     for (start, end), row in zip(spans, keyed, strict=True):
         for i, t in enumerate(row):
             assert start + (end - start) * i / 4 <= t < start + (end - start) * (i + 1) / 4
@@ -64,7 +64,7 @@ def test_samples_move_to_a_keyframe_of_their_quarter_first_then_of_their_chunk(t
     # a sample with no keyframe in its quarter takes a free one elsewhere in its chunk, never one of another
     # chunk nor one another sample of its chunk has (issue 43)
     assert keyed_sample_times([(0.0, 20.0)], 4, [0.0, 1.0, 2.0, 19.0, 20.0]) == [[0.0, 1.0, 2.0, 19.0]]
-    assert keyed_sample_times([(0.0, 20.0)], 4, [0.5, 21.0]) == [[0.5, 7.5, 12.5, 17.5]]
+    assert keyed_sample_times([(0.0, 20.0)], 4, [0.5, 21.0]) == [[0.5, 5.0, 10.0, 15.0]]
     assert keyed_sample_times([(0.0, 20.0)], 2, [0.0, 4.0, 6.0]) == [[4.0, 6.0]]
     # the keyed reader returns the very frames an exact decode shows at those times, in either order of modes
     flat = [t for row in keyed for t in row]
