@@ -24,6 +24,7 @@ from playlisteval.errors import ConfigError
 from playlisteval.index.length_batches import length_batches
 from playlisteval.index.ocr_ahead import PARTIAL_MAX_SHARE, DetectAhead, Seen, thumbnail
 from playlisteval.index.ocr_boxes import Box, ChangedLines, meets
+from playlisteval.index.ocr_pool import EnginePool
 
 _HAS_WORD = re.compile(r"[^\W_]{2,}")  # a line needs two letters or digits in a row to be text
 # rapidocr's recogniser: lines scaled to 48 px tall, at least 320 wide, batches of 6 (its rec_batch_num)
@@ -39,13 +40,8 @@ class OcrEngine(Protocol):
 
 
 class RapidOcr:
-    """rapidocr with its bundled models, loaded once per process (issue 13).
-
-    An engine keeps per-call state, so two threads never share one at a time; but engines are not tied
-    to threads either (a thread per video or per message would load the models again and again): idle
-    engines wait in a pool, a reading takes one (making one only when all are busy) and gives it back.
-    So a process holds as many engines as it ever read with at once, each loaded once.
-    """
+    """rapidocr with its bundled models, loaded once per process (issue 13) into a pool of engines that
+    readings borrow one at a time (ocr_pool.py)."""
 
     name = "rapidocr"
 
@@ -53,10 +49,7 @@ class RapidOcr:
         self.min_score = min_score
         self.int8 = int8  # the 8-bit text detector (ocr_int8.py; [index] ocr_detector)
         self.int8_rec = int8_rec  # the 8-bit recogniser ([index] ocr_recognizer)
-        self.threads = 1  # ONNX threads of the engines made from now on (``set_threads``)
-        self._idle: dict[int, list[Any]] = {}  # idle engines by their thread count
-        self._pool_lock = threading.Lock()
-        self.loaded = 0  # engines made by this process
+        self.pool = EnginePool(lambda threads: self._load(threads))  # looked up per call: tests replace _load
         try:
             import rapidocr  # noqa: F401
         except ImportError as exc:
@@ -66,17 +59,26 @@ class RapidOcr:
         """ONNX threads for the engines read with from now on. One thread each while several videos are
         read at once (the index's threads keep the cores busy); a video read alone would leave the other
         cores idle: on the 5-minute 720p lecture, OCR 3.75 -> 2.69 s of its 5.9 s with 2 threads (issue 26)."""
-        with self._pool_lock:
-            self.threads = max(1, threads)
+        self.pool.threads = max(1, threads)
+
+    @property
+    def threads(self) -> int:
+        return self.pool.threads
+
+    @property
+    def loaded(self) -> int:
+        return self.pool.loaded
+
+    def warm(self, ahead: bool) -> None:
+        """Load the engines a video's reading will take (the reader's, and one of one thread for detection
+        ahead when ``ahead``) in the background now, beside the video's probe and first decoding."""
+        self.pool.warm(0, 1) if ahead else self.pool.warm(0)
 
     def _take(self, threads: int | None = None) -> tuple[int, Any]:
-        """An idle engine of ``threads`` ONNX threads (the process's setting when None), made if none is idle."""
-        with self._pool_lock:
-            threads = threads or self.threads
-            if self._idle.get(threads):
-                return threads, self._idle[threads].pop()
-            self.loaded += 1
-        return threads, self._load(threads)
+        return self.pool.take(threads)
+
+    def _give(self, threads: int, engine: Any) -> None:
+        self.pool.give(threads, engine)
 
     def _load(self, threads: int) -> Any:
         from rapidocr import RapidOCR
@@ -120,10 +122,6 @@ class RapidOcr:
             else [(0.0, 0.0, float(image.width), float(image.height))] * len(texts)
         return [(t.strip(), box) for t, s, box in zip(texts, scores, boxes, strict=False)
                 if s >= self.min_score and _HAS_WORD.search(t)]
-
-    def _give(self, threads: int, engine: Any) -> None:
-        with self._pool_lock:
-            self._idle.setdefault(threads, []).append(engine)
 
     # detection and recognition as separate calls, for ocr_boxes.ChangedLines (issue 43)
     def prepare(self, image: Image.Image) -> np.ndarray:

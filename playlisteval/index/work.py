@@ -166,6 +166,9 @@ def _work(settings: Settings, engine: Engine, video: Video, embedder: Embedder, 
     cfg = settings.index
     assert video.id is not None
     ocr = get_ocr(cfg)
+    warm = getattr(ocr, "warm", None)
+    if warm is not None and outcome.full:  # the engines load beside the probe and the first decoding
+        warm(cfg.ocr_detect_side > 0)
     with Session(engine) as session:
         stored = list(session.exec(select(Chunk).where(Chunk.video_id == video.id).order_by(col(Chunk.idx))))
         have = {c.idx: v.content_hash for c, v in session.exec(
