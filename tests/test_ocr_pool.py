@@ -1,0 +1,55 @@
+"""index/ocr_pool.py (issue 43): engines loaded ahead on a thread of their own, a reading that comes meanwhile
+waits for them instead of loading one more, and a failed warm-up is raised by the reading that needs it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from playlisteval.index.ocr_pool import EnginePool
+
+
+class Loads:
+    def __init__(self, seconds: float = 0.0, fail: bool = False) -> None:
+        self.made: list[tuple[int, str]] = []
+        self.seconds, self.fail = seconds, fail
+
+    def __call__(self, threads: int) -> Any:
+        time.sleep(self.seconds)
+        self.made.append((threads, threading.current_thread().name))
+        if self.fail:
+            raise RuntimeError("the model file is broken")
+        return object()
+
+
+def test_a_warm_up_loads_on_its_own_thread_and_a_reading_waits_for_it() -> None:
+    loads = Loads(seconds=0.2)
+    pool = EnginePool(loads)
+    pool.threads = 2
+    pool.warm(0, 1)  # the reader's engine (the pool's setting) and one of one thread for detection ahead
+    threads, engine = pool.take()  # at once: the warm-up is still loading
+    assert threads == 2 and engine is not None
+    assert sorted(loads.made) == [(1, "ocr-warm"), (2, "ocr-warm")] and pool.loaded == 2
+    assert pool.take(1)[0] == 1 and pool.loaded == 2  # the other one was loaded too, not again
+
+
+def test_no_warm_up_when_the_engines_are_idle_already() -> None:
+    loads = Loads()
+    pool = EnginePool(loads)
+    engines = [pool.take(1), pool.take(1)]
+    for e in engines:
+        pool.give(*e)
+    pool.warm(1, 1)
+    assert pool.loaded == 2 and len(loads.made) == 2
+
+
+def test_a_failed_warm_up_is_raised_by_the_reading_that_needs_the_engine() -> None:
+    loads = Loads(fail=True)
+    pool = EnginePool(loads)
+    pool.warm(0)
+    with pytest.raises(RuntimeError, match="broken"):
+        pool.take()
+    assert [name for _, name in loads.made] == ["ocr-warm", "MainThread"]
