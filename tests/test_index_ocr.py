@@ -147,3 +147,31 @@ def test_an_engine_without_the_session_hook_keeps_its_own_sessions() -> None:
     from playlisteval.index.ocr_sessions import use_quiet_sessions
 
     assert use_quiet_sessions(SimpleNamespace(), 1) is False
+
+
+def test_rapidocr_is_imported_with_its_model_table_read_once() -> None:
+    """issue 43: rapidocr's import read its model table into OmegaConf twice; the second read is the first's
+    object now, the tables agree with a fresh read, and OmegaConf is as it was after."""
+    import subprocess
+    import sys
+
+    code = (
+        "from omegaconf import OmegaConf\n"
+        "before = OmegaConf.__dict__['load']\n"
+        "reads = []\n"
+        "real = OmegaConf.load\n"
+        "def counting(f, *a, **k):\n"
+        "    reads.append(str(f)); return real(f, *a, **k)\n"
+        "OmegaConf.load = staticmethod(counting)\n"
+        "from playlisteval.index.ocr_sessions import rapidocr_class\n"
+        "cls = rapidocr_class()\n"
+        "from rapidocr.inference_engine.base import InferSession, MODEL_URL_PATH\n"
+        "from rapidocr.utils import model_resolver\n"
+        "assert InferSession.model_info is model_resolver._MODEL_CONFIG\n"
+        "assert InferSession.model_info == real(MODEL_URL_PATH)\n"
+        "assert sum(r.endswith('default_models.yaml') for r in reads) == 1, reads\n"
+        "assert OmegaConf.__dict__['load'].__func__ is counting and cls.__name__ == 'RapidOCR'\n"
+        "assert rapidocr_class() is cls\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -81,12 +81,11 @@ class RapidOcr:
         self.pool.give(threads, engine)
 
     def _load(self, threads: int) -> Any:
-        from rapidocr import RapidOCR
-
         from playlisteval.index import phases
+        from playlisteval.index.ocr_sessions import rapidocr_class
 
         with phases.timed("model load"):
-            return self._make(RapidOCR, threads)
+            return self._make(rapidocr_class(), threads)
 
     def _make(self, RapidOCR: Any, threads: int = 1) -> Any:  # noqa: N803  (the class, as rapidocr names it)
         from playlisteval.index.ocr_sessions import use_quiet_sessions

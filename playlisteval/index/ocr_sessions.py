@@ -12,6 +12,7 @@ model lookup is missing (another rapidocr), rapidocr's own sessions are used: sl
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,42 @@ def _options(ort: Any, threads: int) -> Any:
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return options
+
+
+_importing = threading.Lock()
+
+
+def rapidocr_class() -> Any:
+    """rapidocr's ``RapidOCR``, imported once with its model table read once.
+
+    Two of rapidocr's modules each read its 85-KB model table (default_models.yaml) into OmegaConf at
+    import, ~0.2 CPU-s each of Python under the GIL, which every other thread of a starting index waits
+    on (issue 43). While it is imported here, the second read gets the first's object; both only read it.
+    Any other file, or a call with other arguments, is read as usual, and OmegaConf is restored after.
+    """
+    import sys
+
+    if "rapidocr.main" in sys.modules:
+        from rapidocr import RapidOCR
+
+        return RapidOCR
+    from omegaconf import OmegaConf
+
+    with _importing:
+        original, attribute = OmegaConf.load, OmegaConf.__dict__["load"]  # the function, its staticmethod
+        read: dict[str, Any] = {}
+
+        def load_once(file_: Any, *args: Any, **kwargs: Any) -> Any:
+            key = str(file_)
+            if args or kwargs or not isinstance(file_, (str, Path)) or Path(key).name != "default_models.yaml":
+                return original(file_, *args, **kwargs)
+            if key not in read:
+                read[key] = original(file_)
+            return read[key]
+
+        OmegaConf.load = staticmethod(load_once)  # type: ignore[method-assign]
+        try:
+            from rapidocr import RapidOCR
+        finally:
+            OmegaConf.load = attribute  # type: ignore[method-assign]
+    return RapidOCR
