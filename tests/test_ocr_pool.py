@@ -29,7 +29,7 @@ def test_a_warm_up_loads_on_its_own_thread_and_a_reading_waits_for_it() -> None:
     loads = Loads(seconds=0.2)
     pool = EnginePool(loads)
     pool.threads = 2
-    pool.warm(0, 1)  # the reader's engine (the pool's setting) and one of one thread for detection ahead
+    pool.warm(1, 0)  # one of one thread for detection ahead, then the reader's (the pool's setting)
     threads, engine = pool.take()  # at once: the warm-up is still loading
     assert threads == 2 and engine is not None
     assert sorted(loads.made) == [(1, "ocr-warm"), (2, "ocr-warm")] and pool.loaded == 2
@@ -53,3 +53,16 @@ def test_a_failed_warm_up_is_raised_by_the_reading_that_needs_the_engine() -> No
     with pytest.raises(RuntimeError, match="broken"):
         pool.take()
     assert [name for _, name in loads.made] == ["ocr-warm", "MainThread"]
+
+
+def test_each_engine_is_lent_as_soon_as_it_is_loaded_and_idle_ones_are_not_loaded_again() -> None:
+    loads = Loads(seconds=0.3)
+    pool = EnginePool(loads)
+    pool.threads = 2
+    pool.give(1, object())  # one of one thread is idle already
+    pool.warm(1, 1, 0)  # so one more of one thread, then the reader's
+    started = time.monotonic()
+    assert pool.take(1)[0] == 1 and pool.take(1)[0] == 1  # the idle one, then the first loaded
+    assert time.monotonic() - started < 0.55  # not after both loads
+    assert pool.take()[0] == 2
+    assert [t for t, _ in loads.made] == [1, 2] and pool.loaded == 2

@@ -70,9 +70,10 @@ class RapidOcr:
         return self.pool.loaded
 
     def warm(self, ahead: bool) -> None:
-        """Load the engines a video's reading will take (the reader's, and one of one thread for detection
-        ahead when ``ahead``) in the background now, beside the video's probe and first decoding."""
-        self.pool.warm(0, 1) if ahead else self.pool.warm(0)
+        """Load the engines a video's reading will take in the background now, beside the video's probe and
+        first decoding: when ``ahead``, first the one-thread engine that detects ahead (the first to be
+        used), then the reader's."""
+        self.pool.warm(1, 0) if ahead else self.pool.warm(0)
 
     def _take(self, threads: int | None = None) -> tuple[int, Any]:
         return self.pool.take(threads)

@@ -31,16 +31,16 @@ class EnginePool:
         self.loaded = 0  # engines made by this process
         self._idle: dict[int, list[Any]] = {}
         self._lock = threading.Lock()
+        self._given = threading.Condition(self._lock)  # an engine was given back, or the warm-up ended
         self._warm: threading.Thread | None = None
 
     def take(self, threads: int | None = None) -> tuple[int, Any]:
         """An idle engine of ``threads`` ONNX threads (the pool's setting when None), loaded if none is idle.
-        While engines are being loaded ahead, this waits for them rather than loading one more."""
-        warm = self._warm
-        if warm is not None and warm is not threading.current_thread():
-            warm.join()
+        While engines are being loaded ahead, this waits for the next one rather than loading one more."""
         with self._lock:
             threads = threads or self.threads
+            while not self._idle.get(threads) and self._warming() and self._warm is not threading.current_thread():
+                self._given.wait()
             if self._idle.get(threads):
                 return threads, self._idle[threads].pop()
             self.loaded += 1
@@ -49,28 +49,35 @@ class EnginePool:
     def give(self, threads: int, engine: Any) -> None:
         with self._lock:
             self._idle.setdefault(threads, []).append(engine)
+            self._given.notify_all()
+
+    def _warming(self) -> bool:
+        return self._warm is not None and self._warm.is_alive()
 
     def warm(self, *counts: int) -> None:
-        """Load engines of these ONNX thread counts (0: the pool's setting), as many as named, on a thread of
-        their own, unless as many are idle already. What fails here is left to the first reading, which
-        loads again and raises it there, naming the video."""
+        """Load engines of these ONNX thread counts (0: the pool's setting), as many as named less those
+        idle, in that order, on a thread of their own; each is lent as soon as it is loaded. What fails
+        here is left to the first reading, which loads again and raises it there, naming the video."""
         with self._lock:
-            if self._warm is not None and self._warm.is_alive():
+            if self._warming():
                 return
             wanted = Counter(count or self.threads for count in counts)
-            if all(len(self._idle.get(threads, ())) >= n for threads, n in wanted.items()):
+            short = [threads for threads, n in wanted.items() for _ in range(n - len(self._idle.get(threads, ())))]
+            if not short:
                 return
-            self._warm = threading.Thread(target=self._warming, args=(list(wanted.elements()),),
+            self._warm = threading.Thread(target=self._loading, args=(short,),
                                           name="ocr-warm", daemon=True)
             self._warm.start()
 
-    def _warming(self, counts: list[int]) -> None:
-        made: list[tuple[int, Any]] = []
+    def _loading(self, counts: list[int]) -> None:
         try:
             for threads in counts:
-                made.append(self.take(threads))
+                with self._lock:
+                    self.loaded += 1
+                self.give(threads, self._load(threads))
         except Exception as exc:  # noqa: BLE001  (the reading that needs the engine raises it again)
             log.info("ocr.warm_failed", error=f"{type(exc).__name__}: {exc}"[:300])
         finally:
-            for threads, engine in made:
-                self.give(threads, engine)
+            with self._lock:
+                self._warm = None
+                self._given.notify_all()
