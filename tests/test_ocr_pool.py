@@ -66,3 +66,20 @@ def test_each_engine_is_lent_as_soon_as_it_is_loaded_and_idle_ones_are_not_loade
     assert time.monotonic() - started < 0.55  # not after both loads
     assert pool.take()[0] == 2
     assert [t for t, _ in loads.made] == [1, 2] and pool.loaded == 2
+
+
+def test_the_first_warm_up_freezes_what_it_loaded_for_the_collector_and_only_the_first() -> None:
+    import gc
+
+    gc.unfreeze()
+    try:
+        pool = EnginePool(Loads())
+        pool.warm(1)
+        pool.take(1)
+        assert pool.loaded_once and gc.get_freeze_count() > 0
+        gc.unfreeze()
+        pool.warm(1, 1)  # one more of one thread: loaded, but the process is not frozen again
+        pool.take(1)
+        assert pool.loaded == 2 and gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
