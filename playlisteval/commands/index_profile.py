@@ -15,15 +15,19 @@ from playlisteval.commands.support import err_console
 from playlisteval.index import phases
 
 
-def profile(wall_s: float, startup_s: float | None, video_s: float) -> dict[str, Any]:
+def profile(wall_s: float, startup_s: float | None, video_s: float,
+            startup_cpu_s: float | None = None) -> dict[str, Any]:
     """Seconds per phase (thread-seconds: parallel phases overlap) with their CPU seconds, the command's
     wall time from process start, what no phase accounts for, the process's CPU seconds, and how many times
-    real time the whole command ran."""
+    real time the whole command ran. ``startup_cpu_s``: the process's CPU when the command began (the
+    interpreter and the CLI's imports, on one thread)."""
     seen, cpu = phases.snapshot(), phases.cpu_seconds()
     rows: dict[str, dict[str, Any]] = {name: {"s": round(s, 3), "cpu_s": round(cpu.get(name, 0.0), 3), "n": n}
                                        for name, (s, n) in seen.items()}
     if startup_s is not None:
-        rows = {"start-up": {"s": round(startup_s, 3), "cpu_s": None, "n": 1}, **rows}
+        cpu = {**cpu, "start-up": startup_cpu_s or 0.0}
+        rows = {"start-up": {"s": round(startup_s, 3),
+                             "cpu_s": None if startup_cpu_s is None else round(startup_cpu_s, 3), "n": 1}, **rows}
     total = wall_s + (startup_s or 0.0)
     accounted = sum(r["s"] for r in rows.values())
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -31,7 +35,8 @@ def profile(wall_s: float, startup_s: float | None, video_s: float) -> dict[str,
     return {"wall_s": round(total, 3), "phases": rows,
             "other_s": round(max(0.0, total - accounted), 3),  # segments, seeds, the coordinator's waits
             "cpu_s": round(process_cpu, 3),
-            # start-up's imports, segments and seeds, and what native libraries ran on threads of their own
+            # segments and seeds, the workers' own bookkeeping, and what native libraries (ONNX Runtime's,
+            # libavcodec's, BLAS's) ran on threads of their own; start-up's CPU is its row's when known
             "other_cpu_s": round(max(0.0, process_cpu - sum(cpu.values())), 3),
             "video_s": round(video_s, 1), "x_real_time": round(video_s / total, 1) if total > 0 else None}
 
@@ -58,5 +63,6 @@ def print_profile(data: dict[str, Any]) -> None:
     err_console.print(table)
     err_console.print(f"  the process used {data.get('cpu_s', 0.0):.2f} CPU-s. Phases are thread-seconds: ASR runs "
                       "beside the frames and videos run in parallel, so they can add up to more than the wall "
-                      "time; CPU s is each phase's on its own thread, and the last row's CPU is the rest "
-                      "(start-up's imports, segments and seeds, native libraries' own threads)", highlight=False)
+                      "time; CPU s is each phase's on its own thread (start-up's: the interpreter and the CLI's "
+                      "imports; imports: the work's modules and the store's opening), and the last row's CPU is "
+                      "the rest (segments and seeds, native libraries' own threads)", highlight=False)

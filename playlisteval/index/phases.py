@@ -25,9 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 #: the phases in the order `--profile` prints them
-ORDER = ("start-up", "model load", "probe", "decode", "OCR detection ahead", "OCR", "ASR", "embedding", "heap release",
-         "store",
-         "segments+seeds")
+ORDER = ("start-up", "imports", "model load", "probe", "decode", "OCR detection ahead", "OCR", "ASR", "embedding",
+         "heap release", "store", "segments+seeds")
 
 _lock = threading.Lock()
 _seconds: dict[str, float] = {}
