@@ -43,6 +43,7 @@ def test_no_warm_up_when_the_engines_are_idle_already() -> None:
     for e in engines:
         pool.give(*e)
     pool.warm(1, 1)
+    assert pool._warm is None  # no thread started at all, not merely none finished yet
     assert pool.loaded == 2 and len(loads.made) == 2
 
 
@@ -76,7 +77,7 @@ def test_the_first_warm_up_freezes_what_it_loaded_for_the_collector_and_only_the
         pool = EnginePool(Loads())
         pool.warm(1)
         pool.take(1)
-        assert pool.loaded_once and gc.get_freeze_count() > 0
+        assert pool.froze and gc.get_freeze_count() > 0
         gc.unfreeze()
         pool.warm(1, 1)  # two more of one thread (the first is lent): loaded, the process not frozen again
         pool.take(1)

@@ -43,6 +43,7 @@ import numpy as np
 
 from playlisteval.config import user_cache  # $XDG_CACHE_HOME/playlisteval
 from playlisteval.errors import ConfigError
+from playlisteval.index.ocr import REC_HEIGHT, REC_MIN_WIDTH  # what rapidocr's recogniser takes
 from playlisteval.logs import get_logger
 
 log = get_logger(__name__)
@@ -57,8 +58,8 @@ CALIBRATION = 24
 SHAPES = ((224, 384), (288, 384), (384, 224))
 #: rapidocr's detection pre-processing: pixels / 255, less the mean, over the standard deviation
 MEAN, STD = 0.5, 0.5
-#: synthetic text lines calibrating the recogniser, and its input: lines 48 px high, at least 320 wide
-LINES, REC_HEIGHT, REC_MIN_WIDTH = 32, 48, 320
+#: synthetic text lines calibrating the recogniser (its input: ocr.py's REC_HEIGHT high, REC_MIN_WIDTH wide at least)
+LINES = 32
 #: per-channel scales need DequantizeLinear's axis, which came with ONNX opset 13 (the recogniser ships at 11)
 PER_CHANNEL_OPSET = 13
 
@@ -93,7 +94,7 @@ def int8_detector(source: Path) -> Path:
 @functools.cache
 def int8_recognizer(source: Path) -> Path:
     """The 8-bit copy of the recogniser at ``source`` (its convolutions, one scale per channel): made on
-    first use (~5 s), then read from the cache; a ConfigError as ``int8_detector``'s."""
+    first use (~4 s), then read from the cache; a ConfigError as ``int8_detector``'s."""
     return _copy(source, f"rec{REC_RECIPE}", "ocr_recognizer", line_inputs, per_channel=True, ops=["Conv"])
 
 

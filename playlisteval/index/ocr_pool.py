@@ -30,7 +30,7 @@ class EnginePool:
         self._load = load
         self.threads = 1  # ONNX threads of the engines a reading takes when it names none
         self.loaded = 0  # engines made by this process
-        self.loaded_once = False  # a warm-up has finished
+        self.froze = False  # a finished warm-up froze what exists out of the cyclic collector (once)
         self._idle: dict[int, list[Any]] = {}
         self._lock = threading.Lock()
         self._given = threading.Condition(self._lock)  # an engine was given back, or the warm-up ended
@@ -84,8 +84,8 @@ class EnginePool:
             # the cyclic collector stops walking it (as `index` does with start-up's objects; 2 full
             # collections instead of 3 in a 5-minute index). Once: a freeze also keeps what other threads
             # hold at that moment, which a long-lived worker should not do again and again
-            if not self.loaded_once:
-                self.loaded_once = True
+            if not self.froze:
+                self.froze = True
                 gc.freeze()
             with self._lock:
                 self._warm = None
