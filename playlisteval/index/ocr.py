@@ -24,11 +24,13 @@ from playlisteval.errors import ConfigError
 from playlisteval.index.length_batches import length_batches
 from playlisteval.index.ocr_ahead import PARTIAL_MAX_SHARE, DetectAhead, Seen, thumbnail
 from playlisteval.index.ocr_boxes import Box, ChangedLines, meets
+from playlisteval.index.ocr_int8 import REC_HEIGHT, REC_MIN_WIDTH, wants_int8
 from playlisteval.index.ocr_pool import EnginePool
 
 _HAS_WORD = re.compile(r"[^\W_]{2,}")  # a line needs two letters or digits in a row to be text
-# rapidocr's recogniser: lines scaled to 48 px tall, at least 320 wide, batches of 6 (its rec_batch_num)
-REC_HEIGHT, REC_MIN_WIDTH, REC_ROWS, REC_SLACK = 48, 320, 6, 16
+# rapidocr's recogniser: lines scaled to REC_HEIGHT px tall, at least REC_MIN_WIDTH wide (ocr_int8.py), in
+# batches of 6 (its rec_batch_num)
+REC_ROWS, REC_SLACK = 6, 16
 
 
 class OcrEngine(Protocol):
@@ -188,8 +190,6 @@ def get_ocr(settings: IndexSettings) -> OcrEngine | None:
         return None
     if name != "rapidocr":
         raise ConfigError(f"unknown OCR {settings.ocr!r}; known: rapidocr, none")
-    from playlisteval.index.ocr_int8 import wants_int8
-
     int8, int8_rec = wants_int8(settings.ocr_detector), wants_int8(settings.ocr_recognizer)
     key = (name, settings.ocr_min_score, int8, int8_rec)
     with _engines_lock:

@@ -43,7 +43,6 @@ import numpy as np
 
 from playlisteval.config import user_cache  # $XDG_CACHE_HOME/playlisteval
 from playlisteval.errors import ConfigError
-from playlisteval.index.ocr import REC_HEIGHT, REC_MIN_WIDTH  # what rapidocr's recogniser takes
 from playlisteval.logs import get_logger
 
 log = get_logger(__name__)
@@ -58,8 +57,9 @@ CALIBRATION = 24
 SHAPES = ((224, 384), (288, 384), (384, 224))
 #: rapidocr's detection pre-processing: pixels / 255, less the mean, over the standard deviation
 MEAN, STD = 0.5, 0.5
-#: synthetic text lines calibrating the recogniser (its input: ocr.py's REC_HEIGHT high, REC_MIN_WIDTH wide at least)
-LINES = 32
+#: rapidocr's recogniser takes lines scaled to REC_HEIGHT px tall, at least REC_MIN_WIDTH wide (ocr.py batches
+#: by that width); LINES synthetic ones calibrate its 8-bit copy
+REC_HEIGHT, REC_MIN_WIDTH, LINES = 48, 320, 32
 #: per-channel scales need DequantizeLinear's axis, which came with ONNX opset 13 (the recogniser ships at 11)
 PER_CHANNEL_OPSET = 13
 
