@@ -11,56 +11,24 @@ incomplete run never compares unlike sets.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import intervals
+from playlisteval.analytics import intervals, judgment_matrix
+from playlisteval.analytics.cluster_sums import Sums, clusters_sql
 from playlisteval.analytics.intervals import Interval
+from playlisteval.analytics.judgment_matrix import RunFacts
 from playlisteval.analytics.multiplicity import adjust_family
 from playlisteval.analytics.runner import Analytics
 from playlisteval.analytics.tabular import interval_label
 from playlisteval.config import Settings
 
-UNITS = ("question", "video", "playlist")  # columns of the view question_cluster
 Row = dict[str, Any]
 Key = tuple[Any, ...]
-
-
-@dataclass
-class Sums:
-    """One group's observations summed per cluster: ``labels`` (the clusters' codes, unique within one
-    ``aggregate``) and ``cells``, one row per cluster: [count, Σ value₁, Σ value₂, …]; ``members``, for
-    clusters by video or playlist, each cluster's two units (the pair of videos its questions cite:
-    dyadic clusters, intervals.interval_from_sums), None for questions."""
-
-    labels: np.ndarray
-    cells: np.ndarray
-    members: np.ndarray | None = None
-
-    @staticmethod
-    def merge(parts: Iterable[Sums]) -> Sums:
-        """The parts' cells added up per cluster (in the parts' order)."""
-        parts = list(parts)
-        if len(parts) == 1:
-            return Sums(parts[0].labels, parts[0].cells.copy(), parts[0].members)
-        labels = np.concatenate([p.labels for p in parts])
-        cells = np.concatenate([p.cells for p in parts])
-        members = (None if any(p.members is None for p in parts)
-                   else np.concatenate([p.members for p in parts if p.members is not None]))
-        unique, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-        if len(unique) == len(labels):  # no cluster in two parts (a question is in one domain)
-            return Sums(labels, cells, members)
-        out = np.zeros((len(unique), cells.shape[1]))
-        np.add.at(out, inverse, cells)  # unbuffered, in row order: the same additions as one by one
-        return Sums(unique, out, None if members is None else members[first])
-
-    @property
-    def n(self) -> int:
-        return int(self.cells[:, 0].sum())
 
 
 @dataclass(frozen=True)
@@ -113,8 +81,6 @@ def aggregate(an: Analytics, sql: str, params: Sequence[Any], keys: Sequence[str
               values: Sequence[str] = ("score",)) -> dict[Key, Sums]:
     """``sql`` (a SELECT with ``item_id``, the ``keys`` and the ``values``) summed per key and cluster.
     DuckDB sums and orders the rows by group; Python only cuts the arrays at the groups' boundaries."""
-    if boot.unit not in UNITS:
-        raise ValueError(f"unknown bootstrap unit {boot.unit!r}; one of {', '.join(UNITS)}")
     head = "".join(f"u.{k} AS k{i}, " for i, k in enumerate(keys))
     order = ", ".join(f"k{i}" for i in range(len(keys))) or "true"
     # the clusters numbered in DuckDB, over the few rows of question_cluster (any numbering consistent within
@@ -122,17 +88,7 @@ def aggregate(an: Analytics, sql: str, params: Sequence[Any], keys: Sequence[str
     # not on the labels' order), summed per label rather than per cluster name, and the columns fetched as
     # NumPy arrays: pyarrow's to_numpy would import pandas, and no cluster name is made a Python string
     # (issue 13: the gap curves' sums 0.17 s, against 0.41 s numbering the summed rows' names)
-    if boot.unit == "question":
-        clusters = ("(SELECT item_id, dense_rank() OVER (ORDER BY question) AS label, 0 AS m1, 0 AS m2 "
-                    "FROM question_cluster)")
-    else:  # issue 40: a question belongs to both its videos (or playlists): one cluster per unordered pair of
-        # units, numbered with the two units' own codes (small_sample.dyadic_variance)
-        u = boot.unit
-        clusters = (f"(WITH q AS (SELECT item_id, least({u}, {u}_b) AS u1, greatest({u}, {u}_b) AS u2 "
-                    "FROM question_cluster), n AS (SELECT name, dense_rank() OVER (ORDER BY name) - 1 AS code "
-                    "FROM (SELECT u1 AS name FROM q UNION SELECT u2 FROM q)) "
-                    "SELECT q.item_id, dense_rank() OVER (ORDER BY q.u1, q.u2) AS label, a.code AS m1, b.code AS m2 "
-                    "FROM q JOIN n AS a ON a.name = q.u1 JOIN n AS b ON b.name = q.u2)")
+    clusters = clusters_sql(boot.unit)
     got = an.arrays(f"SELECT *, dense_rank() OVER (ORDER BY {order}) AS g FROM ("
                     f"SELECT {head}c.label, c.m1, c.m2, count(*) AS n, "
                     + ", ".join(f"sum(u.{v}) AS v{i}" for i, v in enumerate(values))
@@ -187,14 +143,15 @@ def leaderboard(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, *,
     b, bp = bench_filter(bench, "")
     rows = an.rows(f"SELECT * FROM leaderboard WHERE {b} " + ("" if domains else "AND domain = 'All' ")
                    + "ORDER BY retrieved DESC NULLS LAST, uniform DESC NULLS LAST, judge, domain <> 'All', domain", bp)
-    base, params = main_sql(bench, "f.scope = 'domain' AND f.evidence IN ('retrieved', 'uniform')")
-    single = aggregate(an, base, params, ("judge", "evidence", "domain"), boot)
-    # MATERIALIZED: the narrow rows once, not the view's scan twice (JOINS: why the self-joins are shaped so)
-    paired = aggregate(an, f"WITH b AS MATERIALIZED ({narrow(base, 'judge, evidence, domain')}) "
-                           "SELECT r.judge, r.domain, r.item_id, r.score - u.score AS d "
-                           "FROM b AS r JOIN b AS u ON u.judge = r.judge AND u.pair_id = r.pair_id "
-                           "WHERE r.evidence = 'retrieved' AND u.evidence = 'uniform'",
-                       params, ("judge", "domain"), boot, ("d",))
+    # the main forward full-domain runs' judgments, summed per cluster from the judgment matrix (read once
+    # for the report's sections, judgment_matrix.py); retrieved − uniform over the pairs judged both ways
+    m = judgment_matrix.of(an, bench, boot.unit)
+    runs = main_runs(m, lambda r: r.scope == "domain" and r.evidence in ("retrieved", "uniform"),
+                     lambda r: (r.judge, r.evidence))
+    single = judgment_matrix.single(m, runs, "domain")
+    paired = judgment_matrix.paired(m, {(judge,): [(u, r) for r in retrieved for u in runs.get((judge, "uniform"), [])]
+                                        for (judge, evidence), retrieved in runs.items() if evidence == "retrieved"},
+                                    judgment_matrix.difference, "domain")
     cis = boot.intervals([want for r in rows for want in (
         (pick(single, (r["judge"], "retrieved"), r["domain"]), 0, None),
         (pick(single, (r["judge"], "uniform"), r["domain"]), 0, None),
@@ -208,6 +165,22 @@ def leaderboard(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, *,
     return rows
 
 
+def main_runs(m: judgment_matrix.Matrix, wanted: Callable[[RunFacts], bool],
+              key: Callable[[RunFacts], Any]) -> dict[Any, list[int]]:
+    """The main forward runs (what main_sql reads) that are ``wanted``, grouped by ``key``, in id order."""
+    out: dict[Any, list[int]] = {}
+    for r in m.runs:
+        if r.main and not r.swapped and wanted(r):
+            out.setdefault(key(r), []).append(r.run_id)
+    return out
+
+
+def _both_sides(a: np.ndarray, b: np.ndarray, _va: np.ndarray, _vb: np.ndarray) -> list[np.ndarray]:
+    """Both scores and whether either is other than 0/1 (a no-verdict's 0.5): boot.paired's cells."""
+    odd = ~(np.isin(a, (0.0, 1.0)) & np.isin(b, (0.0, 1.0)))
+    return [a, b, odd.astype(np.float64)]
+
+
 def judge_differences(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, order: Sequence[str], *,
                       evidence: str = "retrieved", all_pairs_up_to: int = 8) -> list[Row]:
     """Judge A − judge B (full-domain scope, main forward passes, ``evidence``) over the pairs both
@@ -218,15 +191,10 @@ def judge_differences(an: Analytics, bench: dict[str, Any] | None, boot: Bootstr
               else list(zip(names, names[1:], strict=False)))
     if not wanted:
         return []
-    base, params = main_sql(bench, "f.scope = 'domain' AND f.evidence = ?")
-    pairs_sql = ", ".join("(?, ?)" for _ in wanted)
-    sums = aggregate(an, f"WITH b AS MATERIALIZED ({narrow(base, 'judge')}), w(a, b) AS (VALUES {pairs_sql}), "
-                         "x AS MATERIALIZED (SELECT b.*, w.b AS other FROM b JOIN w ON w.a = b.judge) "
-                         "SELECT x.judge AS judge_a, y.judge AS judge_b, x.item_id, x.score AS a, y.score AS b, "
-                         "CASE WHEN x.score IN (0, 1) AND y.score IN (0, 1) THEN 0 ELSE 1 END AS odd "
-                         "FROM x JOIN b AS y ON y.judge = x.other AND y.pair_id = x.pair_id",
-                     [*params, evidence, *(name for pair in wanted for name in pair)], ("judge_a", "judge_b"), boot,
-                     ("a", "b", "odd"))
+    m = judgment_matrix.of(an, bench, boot.unit)
+    runs = main_runs(m, lambda r: r.scope == "domain" and r.evidence == evidence, lambda r: r.judge)
+    sums = judgment_matrix.paired(m, {(a, b): [(ra, rb) for ra in runs.get(a, []) for rb in runs.get(b, [])]
+                                      for a, b in wanted}, _both_sides)
     out = []
     # both sides' sums: MOVER where the scores are 0/1 (issue 40: a judge near 100 % seen as such)
     tested = adjust_family(boot.paired([sums.get(w) for w in wanted]),

@@ -7,12 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from playlisteval.analytics import judgment_matrix
 from playlisteval.analytics.multiplicity import adjust_family
 from playlisteval.analytics.rates import Bootstrap, Row, aggregate, bench_filter
 from playlisteval.analytics.runner import Analytics
 
 BIAS_RATES = ("accuracy_forward", "accuracy_reversed", "picked_a_forward", "picked_a_reversed", "letter_agreement",
               "solved_both", "wrong_both", "forward_minus_reversed")
+
+
+def _bias_values(fwd: np.ndarray, rev: np.ndarray, fwd_verdict: np.ndarray, rev_verdict: np.ndarray
+                 ) -> list[np.ndarray]:
+    """Per pair judged both ways, BIAS_RATES' values (the shares 14_position_bias.sql averages)."""
+    a = judgment_matrix.VERDICT_A
+    return [fwd, rev, (fwd_verdict == a).astype(np.float64), (rev_verdict == a).astype(np.float64),
+            ((fwd_verdict != 0) & (fwd_verdict == rev_verdict)).astype(np.float64),
+            ((fwd == 1) & (rev == 1)).astype(np.float64), ((fwd == 0) & (rev == 0)).astype(np.float64), fwd - rev]
 
 
 def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
@@ -26,21 +38,8 @@ def position_bias(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) 
     # the forward rows joined to their couple first, then the reversed ones by run and pair (rates.JOINS);
     # the couples are the rows' own (not the view computed again)
     couples = sorted({(int(r["forward_run"]), int(r["reversed_run"])) for r in rows})
-    values = ", ".join(f"({f}, {v})" for f, v in couples)
-    sums = aggregate(an, f"""
-        WITH c(forward_run, reversed_run) AS (VALUES {values}), fwd AS MATERIALIZED (
-            SELECT c.forward_run, c.reversed_run, f.pair_id, f.item_id, f.score, f.verdict
-            FROM c JOIN judgment_facts AS f ON f.run_id = c.forward_run)
-        SELECT fwd.forward_run, fwd.reversed_run, fwd.item_id,
-            fwd.score AS accuracy_forward, rev.score AS accuracy_reversed,
-            CASE WHEN fwd.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_forward,
-            CASE WHEN rev.verdict = 'A' THEN 1.0 ELSE 0.0 END AS picked_a_reversed,
-            CASE WHEN fwd.verdict IS NOT NULL AND fwd.verdict = rev.verdict THEN 1.0 ELSE 0.0 END AS letter_agreement,
-            CASE WHEN fwd.score = 1 AND rev.score = 1 THEN 1.0 ELSE 0.0 END AS solved_both,
-            CASE WHEN fwd.score = 0 AND rev.score = 0 THEN 1.0 ELSE 0.0 END AS wrong_both,
-            fwd.score - rev.score AS forward_minus_reversed
-        FROM fwd JOIN judgment_core AS rev ON rev.run_id = fwd.reversed_run AND rev.pair_id = fwd.pair_id""",
-                     [], ("forward_run", "reversed_run"), boot, BIAS_RATES)
+    m = judgment_matrix.of(an, bench, boot.unit)
+    sums = judgment_matrix.paired(m, {couple: [couple] for couple in couples}, _bias_values)
     cis = iter(boot.intervals([(sums.get((r["forward_run"], r["reversed_run"])), i,
                                 0.0 if rate == "forward_minus_reversed" else None)
                                for r in rows for i, rate in enumerate(BIAS_RATES)]))

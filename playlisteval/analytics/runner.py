@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -187,6 +187,8 @@ class Analytics:
         # threads computing report sections side by side (report.build_sections) run execute and fetch under
         # this lock; DuckDB releases the GIL meanwhile, so another thread's Python goes on
         self._query_lock = threading.RLock()
+        self._shared: dict[Hashable, Any] = {}  # what several sections read, made once (``shared``)
+        self._shared_lock = threading.Lock()
         self.settings = settings
         self.views = views()
         self._views_made = False  # made by the first query: a report whose sections are cached needs none
@@ -241,6 +243,15 @@ class Analytics:
         self.con.close()
         file_lease.release(self.file)
         self.file = None
+
+    def shared(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()``'s value, made once for this connection's data and kept: what several report sections
+        read (judgment_matrix.py). A section on another thread asking meanwhile waits for the one being made."""
+        with self._shared_lock:
+            if key not in self._shared:
+                self._shared[key] = make()
+            value: T = self._shared[key]
+            return value
 
     def view_names(self) -> list[str]:
         return [view.name for view in self.views]

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from sqlalchemy.engine import Engine
 
+from playlisteval.analytics import judgment_matrix
 from playlisteval.analytics.intervals import Interval
 from playlisteval.analytics.multiplicity import adjust_family
 from playlisteval.analytics.rates import (
@@ -55,11 +56,10 @@ def run_name(r: Row) -> str:
 
 def judge_gap_curves(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
     """Accuracy by gap of every judge run of the benchmark, and over all its gaps (gap None)."""
-    where, params = bench_filter(bench)
-    runs = an.rows("SELECT DISTINCT f.run_id, f.judge, f.evidence, f.scope, f.swapped, "
-                   "f.run_id IN (SELECT run_id FROM main_run) AS main "
-                   f"FROM judgment_facts AS f WHERE {where} ORDER BY f.run_id", params)
-    sums = aggregate(an, f"SELECT f.* FROM judgment_facts AS f WHERE {where}", params, ("run_id", "gap"), boot)
+    m = judgment_matrix.of(an, bench, boot.unit)  # every run with judgments, each summed per gap
+    runs: list[Row] = [{"run_id": r.run_id, "judge": r.judge, "evidence": r.evidence, "scope": r.scope,
+                        "swapped": r.swapped, "main": r.main} for r in m.runs if r.judged]
+    sums = judgment_matrix.single(m, {(r["run_id"],): [r["run_id"]] for r in runs}, "gap")
     gaps_of: dict[Any, list[Any]] = {}
     for run_id, gap in sums:
         gaps_of.setdefault(run_id, []).append(gap)

@@ -17,7 +17,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from playlisteval.analytics.rates import Bootstrap, Row, aggregate, bench_filter
+from playlisteval.analytics import judgment_matrix
+from playlisteval.analytics.judgment_matrix import RunFacts
+from playlisteval.analytics.rates import Bootstrap, Row
 from playlisteval.analytics.runner import Analytics
 
 ORACLE_EVIDENCE = "oracle evidence"
@@ -27,24 +29,25 @@ LINES = ("retrieved", "uniform", ORACLE_EVIDENCE, AGENTIC)
 DASHED = frozenset({"uniform"})
 
 
-def _base(bench: dict[str, Any] | None) -> tuple[str, list[Any]]:
-    """Every forward judgment of a main run, and of each judge's first agentic run per scope, with its line."""
-    b, params = bench_filter(bench)
-    agentic = ("SELECT min(r.id) AS run_id FROM judge_run AS r WHERE NOT r.swapped AND "
-               "lower(coalesce(json_extract_string(r.settings, '$.agentic'), 'false')) IN ('true', '1') "
-               "GROUP BY r.benchmark_id, r.judge, r.scope")
-    sql = (f"WITH ag AS ({agentic}) SELECT f.*, CASE WHEN f.run_id IN (SELECT run_id FROM ag) THEN '{AGENTIC}' "
-           f"WHEN f.evidence = 'oracle' THEN '{ORACLE_EVIDENCE}' ELSE f.evidence END AS line "
-           "FROM judgment_facts AS f WHERE NOT f.swapped AND "
-           "(f.run_id IN (SELECT run_id FROM main_run) OR f.run_id IN (SELECT run_id FROM ag)) "
-           f"AND {b}")
-    return sql, params
+def _line(r: RunFacts) -> str:
+    return AGENTIC if r.agentic else ORACLE_EVIDENCE if r.evidence == "oracle" else r.evidence
+
+
+def _runs(m: judgment_matrix.Matrix) -> dict[tuple[str, str, str], list[RunFacts]]:
+    """(judge, line, scope) → its runs: every main forward run, and each judge's first agentic forward run
+    per scope, with its line."""
+    out: dict[tuple[str, str, str], list[RunFacts]] = defaultdict(list)
+    for r in m.runs:
+        if not r.swapped and (r.main or r.agentic):
+            out[(r.judge, _line(r), r.scope)].append(r)
+    return out
 
 
 def protocol_accuracy(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) -> list[Row]:
     """Accuracy per judge, line and scope, with its interval and pair count."""
-    base, params = _base(bench)
-    groups = sorted(aggregate(an, base, params, ("judge", "line", "scope"), boot).items())
+    m = judgment_matrix.of(an, bench, boot.unit)
+    sums = judgment_matrix.single(m, {key: [r.run_id for r in runs] for key, runs in _runs(m).items()})
+    groups = sorted(sums.items())
     cis = boot.intervals([(s, 0, None) for _, s in groups])
     return [{"judge": j, "line": line, "scope": scope, "n": s.n, "accuracy_ci": ci}
             for ((j, line, scope), s), ci in zip(groups, cis, strict=True)]
@@ -65,20 +68,12 @@ def protocol_steps(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap,
               for small, large in zip(ordered(have, order), ordered(have, order)[1:], strict=False)]
     if not wanted:
         return []
-    base, params = _base(bench)
-    values = ", ".join("(?, ?, ?, ?)" for _ in wanted)
-    sql = (f"WITH b AS MATERIALIZED (SELECT benchmark_id, judge, line, scope, pair_id, item_id, score FROM ({base})), "
-           f"w(judge, line, small, large) AS (VALUES {values}), "
-           # each step's smaller scope first (MATERIALIZED), then the larger one joined on it: left to itself DuckDB
-           # joined the two sides on judge, line and pair first, every scope with every other (1.26M rows at 1M
-           # judgments), and only then picked the steps (rates.py, JOINS)
-           "s AS MATERIALIZED (SELECT w.judge, w.line, w.small, w.large, b.benchmark_id, b.pair_id, b.score FROM w "
-           "JOIN b ON b.judge = w.judge AND b.line = w.line AND b.scope = w.small) "
-           "SELECT s.judge, s.line, s.small, s.large, l.item_id, l.score - s.score AS d FROM s "
-           "JOIN b AS l ON l.judge = s.judge AND l.line = s.line AND l.scope = s.large AND l.pair_id = s.pair_id "
-           "AND l.benchmark_id = s.benchmark_id")
-    sums = aggregate(an, sql, [*params, *(v for step in wanted for v in step)], ("judge", "line", "small", "large"),
-                     boot, ("d",))
+    # each step's smaller scope's runs against the larger one's of the same benchmark, on the pairs both judged
+    m = judgment_matrix.of(an, bench, boot.unit)
+    runs = _runs(m)
+    sums = judgment_matrix.paired(m, {(judge, line, small, large): [
+        (s.run_id, t.run_id) for s in runs[(judge, line, small)] for t in runs[(judge, line, large)]
+        if s.benchmark_id == t.benchmark_id] for judge, line, small, large in wanted}, judgment_matrix.difference)
     diffs = boot.intervals([(sums.get(step), 0, 0.0) for step in wanted])
     return [{"judge": judge, "line": line, "from": small, "to": large, "n": diff.n, "difference_ci": diff}
             for (judge, line, small, large), diff in zip(wanted, diffs, strict=True) if diff is not None]
