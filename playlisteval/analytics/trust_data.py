@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from playlisteval.analytics import judgment_matrix
 from playlisteval.analytics.columns import AnalyticsError
 from playlisteval.analytics.runner import Analytics
 from playlisteval.eval import runkey
@@ -107,8 +108,9 @@ class Observations:
                 if r.main and r.evidence == evidence and r.scope == "domain" and not r.swapped}
 
 
-def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
-    """Every judgment of the benchmark (all benchmarks when none is chosen) with its pair's facts."""
+def load(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") -> Observations:
+    """Every judgment of the benchmark (all benchmarks when none is chosen) with its pair's facts (``unit``:
+    the report's bootstrap unit, under which the judgment matrix is shared)."""
     where, params = ("j.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
     obs = Observations()
     main = {int(r["run_id"]) for r in an.rows("SELECT run_id FROM main_run")}
@@ -117,26 +119,20 @@ def load(an: Analytics, bench: dict[str, Any] | None) -> Observations:
         run_id = int(r["id"])
         obs.runs[run_id] = Run(run_id, str(r["judge"]), str(r["evidence"]), str(r["scope"]), bool(r["swapped"]),
                                str(r["modality"] or ""), runkey.parse_settings(r["settings"]), run_id in main)
-    # the scores alone, a row per judgment; each pair's facts once (below): the facts' five strings fetched
-    # with every one of a million judgments were most of this read
-    got = an.arrays(f"SELECT j.run_id, j.pair_id, j.score FROM judgment_facts AS j "
-                    f"JOIN question_cluster AS c ON c.item_id = j.item_id WHERE {where} ORDER BY j.run_id, j.pair_id",
-                    params)
-    runs = np.asarray(got["run_id"], dtype=np.int64)
-    pairs = np.asarray(got["pair_id"], dtype=np.int64)
-    scores = np.asarray(got["score"], dtype=np.float64)
-    # the rows come by run: each run's scores are one dict built in C (a Python loop over 1M judgments
-    # was a second of every report); each pair's facts are kept in the order of its first row
-    bounds = np.flatnonzero(np.diff(runs)) + 1 if len(runs) else np.zeros(0, dtype=np.int64)
-    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(runs)])).tolist(),
-                      strict=True):
-        if hi > lo:
-            run, ids = int(runs[lo]), pairs[lo:hi]
-            obs.scores[run] = dict(zip(ids.tolist(), scores[lo:hi].tolist(), strict=True))
-            if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):  # ascending, one row a pair: run_arrays as is
-                obs._arrays[("run", run)] = (ids, scores[lo:hi])
-    _, first = np.unique(pairs, return_index=True)
-    judged = pairs[np.sort(first)]
+    # the scores from the judgment matrix the rate sections read too (judgment_matrix.py: one read of a
+    # million judgments per report); each run's judged pairs ascending, as dicts and as arrays
+    m = judgment_matrix.of(an, bench, unit)
+    present = ~np.isnan(m.score)
+    for run in m.runs:
+        row = m.row[run.run_id]
+        at_pairs = np.flatnonzero(present[row])
+        if len(at_pairs):
+            ids, scores = m.pairs[at_pairs], m.score[row, at_pairs]
+            obs.scores[run.run_id] = dict(zip(ids.tolist(), scores.tolist(), strict=True))
+            obs._arrays[("run", run.run_id)] = (ids, scores)
+    # each pair's facts in the order of its first judgment by (run, pair)
+    first_run = np.argmax(present, axis=0)
+    judged = m.pairs[np.lexsort((m.pairs, first_run))]
     facts = an.arrays("SELECT p.pair_id, p.item_id, p.better_rating, p.worse_rating, c.question, c.video, "
                       "c.playlist, c.video_b, c.playlist_b FROM pair_facts AS p "
                       "JOIN question_cluster AS c ON c.item_id = p.item_id ORDER BY p.pair_id")

@@ -37,7 +37,7 @@ def _interval(d: dict[str, Any] | None) -> Interval | None:
 
 def figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> dict[str, Any]:
     """Every trust figure of the benchmark, as JSON-ready dicts."""
-    obs = trust_data.load(an, bench)
+    obs = trust_data.load(an, bench, boot.unit)
     return {"power": trust.power_figures(obs, evidence), "paired": trust.paired_table(obs, evidence, boot),
             "stability": trust.stability_figures(obs, boot), "blind": trust.blind_figures(obs, boot),
             "position": trust_position.position_figures(obs, trust_data.segment_positions(an), evidence, boot),
@@ -48,7 +48,7 @@ def figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, eviden
 def leaderboard_keys(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> dict[str, Any]:
     """What `leaderboard --json` adds: the judge-vs-judge table with Holm's p-values, the power figures,
     agreement between judges and, where swapped main runs exist, the swap-aggregated accuracy."""
-    obs = trust_data.load(an, bench)
+    obs = trust_data.load(an, bench, boot.unit)
     return {"paired": trust.paired_table(obs, evidence, boot), "power": trust.power_figures(obs, evidence),
             "agreement": agreement.figures(obs, evidence, boot),  # issue 40: alpha, kappa per judge pair
             "swap_aggregated": agreement.swap_figures(obs, evidence, boot)}  # forward and swapped passes
