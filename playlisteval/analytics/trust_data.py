@@ -131,7 +131,7 @@ def load(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") ->
             obs.scores[run.run_id] = dict(zip(ids.tolist(), scores.tolist(), strict=True))
             obs._arrays[("run", run.run_id)] = (ids, scores)
     # each pair's facts in the order of its first judgment by (run, pair)
-    first_run = np.argmax(present, axis=0)
+    first_run = np.argmax(present, axis=0) if len(m.runs) else np.zeros(len(m.pairs), dtype=np.int64)
     judged = m.pairs[np.lexsort((m.pairs, first_run))]
     facts = an.arrays("SELECT p.pair_id, p.item_id, p.better_rating, p.worse_rating, c.question, c.video, "
                       "c.playlist, c.video_b, c.playlist_b FROM pair_facts AS p "
