@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from playlisteval.analytics.loader import load_tables
-    from playlisteval.analytics.runner import Analytics, AnalyticsError, View, views
+    from playlisteval.analytics.runner import Analytics, AnalyticsError
+    from playlisteval.analytics.view_files import View, views
 
 __all__ = ["Analytics", "AnalyticsError", "View", "views", "load_tables"]
-_WHERE = {"load_tables": "loader", "Analytics": "runner", "AnalyticsError": "runner", "View": "runner",
-          "views": "runner"}
+_WHERE = {"load_tables": "loader", "Analytics": "runner", "AnalyticsError": "runner", "View": "view_files",
+          "views": "view_files"}
 
 
 def __getattr__(name: str) -> Any:
