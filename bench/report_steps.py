@@ -44,7 +44,7 @@ def report(project: Path, out: Path) -> dict[str, Any]:
     settings = load_settings(project)
     engine = open_store(settings)
     clock = Clock()
-    an = Analytics(engine, settings, meanwhile=import_sections, defer_ledger=True)  # as `playlisteval report` does
+    an = Analytics(engine, settings, meanwhile=import_sections)  # as `playlisteval report` does
     load = clock.lap()
     with an:
         write_report(an, settings, out)

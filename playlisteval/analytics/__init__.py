@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from playlisteval.analytics.loader import load_tables
-    from playlisteval.analytics.runner import Analytics, AnalyticsError
-    from playlisteval.analytics.view_files import View, views
+    from playlisteval.analytics.runner import Analytics, AnalyticsError, View, views
 
 __all__ = ["Analytics", "AnalyticsError", "View", "views", "load_tables"]
-_WHERE = {"load_tables": "loader", "Analytics": "runner", "AnalyticsError": "runner", "View": "view_files",
-          "views": "view_files"}
+_WHERE = {"load_tables": "loader", "Analytics": "runner", "AnalyticsError": "runner", "View": "runner",
+          "views": "runner"}
 
 
 def __getattr__(name: str) -> Any:

@@ -42,7 +42,6 @@ def attribution(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap) ->
                          numeric=[True, False, False, False, True, True, *([True] * len(CATEGORIES)), False])
     labels: list[str] = []
     series: dict[str, list[plots.Value]] = {LABELS[c]: [] for c in CATEGORIES}
-    an.wait_store()  # the store is read below: not while a deferred copy holds it (deferred_copy.py)
     with read_core(an.engine) as s:  # every run's losses look up the same questions' hops: read once (no write lock)
         source = HopSource.for_every_pair(s)
     # every run's losses in one query of the analytics file's judgments (per run, 75 queries of the store were

@@ -25,11 +25,6 @@ class AnalyticsError(PlaylistEvalError):
     """The analytics cannot run: a store value of the wrong type, a query not read-only, a DuckDB error."""
 
 
-class DeferredCopyFailed(AnalyticsError):
-    """The ledger's copy into the analytics file, made beside the report's sections, failed
-    (runner.Analytics.settle copies the store again in one go; deferred_copy.py)."""
-
-
 def kind_of(sa_type: types.TypeEngine[Any]) -> str | None:
     """The kind of a reflected column type; None for binary columns (vectors), which no view reads."""
     if isinstance(sa_type, types._Binary):

@@ -89,20 +89,6 @@ APPEND: dict[str, Policy] = {
 }
 
 
-DEFERRED = "deferred"  # a table's action while deferred_copy.py copies it
-
-
-@dataclass(frozen=True)
-class Pending:
-    """Tables a sync left to copy (``names``), the SQLite store's file, the stamp the sync started at (the
-    copy must end at it too: one state of the store) and the judge runs the sync saw."""
-
-    names: tuple[str, ...]
-    database: str
-    before: Stamp
-    runs: str | None
-
-
 @dataclass
 class SyncStats:
     """What one sync did, per table: 'whole', 'appended N', 'reloaded (why)', 'unchanged'; and the name of
@@ -131,21 +117,15 @@ class Mirror:
         self.con, self.engine, self.sqlite, self.columns = con, engine, sqlite, columns
         self.ordered, self.groups = ordered, groups
         self._side: threading.Thread | None = None  # sync's meanwhile, while a sync runs
-        self._deferred: tuple[str, ...] = ()  # tables the sync leaves to deferred_copy.py
-        self.pending: Pending | None = None  # what a sync left, and the store state it started at
-        self._runs_copied: str | None = None  # the judge runs as the last copy saw them
         self.identity = self._identity()
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {META} (name VARCHAR PRIMARY KEY, signature VARCHAR, "
                          "n BIGINT, max_id BIGINT, open_ids VARCHAR, runs VARCHAR)")
 
-    def sync(self, meanwhile: Callable[[], object] | None = None, defer: tuple[str, ...] = ()) -> SyncStats:
+    def sync(self, meanwhile: Callable[[], object] | None = None) -> SyncStats:
         """Bring every table up to date, in one DuckDB transaction (a failed sync leaves the file as it
         was); repeated while another process commits to a SQLite store meanwhile. ``meanwhile`` runs on
         another thread while the rows are copied (DuckDB copies without the GIL, mostly on one core: the
-        other is free for Python), only when there is something to copy; the sync returns after it.
-        ``defer``: append-only tables left out when this is their first copy into the file (a SQLite store
-        only): ``pending`` then says what to copy, on another connection (deferred_copy.py), and the file
-        remembers the store's state only once that is done."""
+        other is free for Python), only when there is something to copy; the sync returns after it."""
         database = _sqlite_file(self.engine, self.sqlite)
         if self.columns:  # the scanner's first read of a WAL store may make its -wal and -shm: read first
             self.con.execute(f"SELECT 1 FROM {scan.ALIAS}.{quote(next(iter(self.columns)))} LIMIT 1").fetchall()
@@ -154,8 +134,6 @@ class Mirror:
         side = None if meanwhile is None else threading.Thread(target=_quietly, args=(meanwhile,),
                                                                 name="analytics-meanwhile", daemon=True)
         self._side = side  # started by _sync_once as the big tables' copy starts
-        self._deferred = tuple(name for name in defer if database and name in APPEND and name in self.columns
-                               and self._meta(name) is None)
         try:
             return self._copy_retried(database)
         finally:
@@ -169,9 +147,7 @@ class Mirror:
             before = store_stamps.settled_stamp(database) if database else ()
             stats = self._sync_once()
             if (store_stamps.stamp_of(database) if database else ()) == before:
-                if database and self._deferred:
-                    self.pending = Pending(self._deferred, database, before, self._runs_copied)
-                elif database:
+                if database:
                     self._remember(before)
                 return stats
             log.debug("analytics.sync_raced", attempt=_attempt)
@@ -210,12 +186,12 @@ class Mirror:
         self.con.execute("BEGIN")
         try:  # the state a previous sync remembered is not this one's until it has finished
             self.con.execute(f"DELETE FROM {META} WHERE name = {scan.literal(STORE_ROW)}")
-            runs = self._runs_copied = self._runs() if "judge_run" in self.columns else None
+            runs = self._runs() if "judge_run" in self.columns else None
             # the small tables first, the big ones last (one transaction: the order changes nothing copied)
             for name in sorted(self.columns, key=lambda n: n in APPEND):
                 if name in APPEND and self._side is not None and self._side.ident is None:
                     self._side.start()
-                actions[name] = DEFERRED if name in self._deferred else self._table(name, self.columns[name], runs)
+                actions[name] = self._table(name, self.columns[name], runs)
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")

@@ -16,7 +16,6 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 
 from playlisteval.analytics import section_cache
-from playlisteval.analytics.columns import DeferredCopyFailed
 from playlisteval.analytics.provenance import labelled as provenance_rows
 from playlisteval.analytics.provenance import provenance as provenance_of
 from playlisteval.analytics.runner import Analytics, AnalyticsError
@@ -209,7 +208,6 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
         ("stats", lambda: _stats(an, bench)), ("cost", lambda: _cost(an))]
     an.ensure_views()  # made once, before the threads ask
     sections = section_threads.compute(makers, progress)  # side by side, in this order (section_threads.py)
-    an.wait_store()  # the funnel below reads the store: not while a deferred copy holds it (deferred_copy.py)
     unfinished = unfinished_runs(an, bench)
     for section in sections:  # a run that is not finished is never shown as a plain result (issue 9)
         if section.id in ("leaderboard", "gap", "scope", "bias") and unfinished:
@@ -275,39 +273,20 @@ class Page(section_cache.Kept):
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-def _settled_sections(an: Analytics, settings: Settings, benchmark: str | None,
-                      progress: Callable[[str, int, int], None] | None) -> tuple[dict[str, Any] | None, list[Section]]:
-    """The benchmark and its sections, computed from one state of the store: again, from a copy made anew
-    in one go, when the ledger's deferred copy failed or the store changed meanwhile (Analytics.settle)."""
-    try:
-        bench = choose_benchmark(an, benchmark)
-        sections = build_sections(an, settings, bench, progress)
-        if an.settle():
-            return bench, sections
-    except DeferredCopyFailed:
-        an.settle()
-    bench = choose_benchmark(an, benchmark)
-    return bench, build_sections(an, settings, bench, progress)
-
-
 def write_page(an: Analytics, settings: Settings, out: Path, benchmark: str | None = None,
                progress: Callable[[str, int, int], None] | None = None,
                extra: Sequence[ExtraSection] = ()) -> Page:
     """``write_report``, returning what the page shows: the benchmark's name, the simulated banner, every
     section (the CLI prints the leaderboard from it rather than computing it again) and the provenance."""
-    # a deferred copy (an analytics file's first ledger, deferred_copy.py) means no report was kept in it yet;
-    # the key, which hashes the ledger too, is then made once the copy is in
-    deferring = an.deferring
-    cache_key = section_cache.key(an, settings, benchmark) if an.file is not None and not deferring else None
+    cache_key = section_cache.key(an, settings, benchmark) if an.file is not None else None
     kept = section_cache.load(an, cache_key) if cache_key else None
     if kept is not None:
         if progress:
             progress("report sections", 1, 1)
     else:
-        bench, sections = _settled_sections(an, settings, benchmark, progress)
-        kept = section_cache.Kept(bench["name"] if bench else None, simulated_banner(an), sections)
-        if deferring and an.file is not None:
-            cache_key = section_cache.key(an, settings, benchmark)
+        bench = choose_benchmark(an, benchmark)
+        kept = section_cache.Kept(bench["name"] if bench else None, simulated_banner(an),
+                                  build_sections(an, settings, bench, progress))
         if cache_key:
             section_cache.save(an, cache_key, kept)
     from playlisteval.analytics.check_record_section import report_section  # issue 41: read now, never cached

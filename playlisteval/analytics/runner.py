@@ -5,23 +5,31 @@ The tables arrive through DuckDB's own sqlite / postgres scanners (scan.py) into
 appended by id, small tables re-read, deletions reloaded); the store's Python driver (loader.py) is
 the fallback when the scanners cannot be used.
 
-The packaged views (view_files.py) are made by the first query (``ensure_views``): a report whose
-sections come from the cache (section_cache.py) makes none.
+Each ``NN_name.sql`` file holds one SELECT; it becomes the view ``name``, created in file-name order
+so a view may use the views before it. The file's leading ``--`` comment is the view's description.
+A file without a number (``funnel.sql``) is a view created after the numbered ones. Files numbered
+below 10 are the base facts every other view joins (one row per item, pair, judgment…): they are
+computed once, as tables, rather than again inside each view that uses them — unless the file carries
+the line ``-- analytics: view``: judgment_facts is a view over the narrow table judgment_core, since a
+million rows of repeated run and pair strings cost more to make once than to join in each query.
+The views are made by the first query (``ensure_views``): a report whose sections come from the
+cache (section_cache.py) makes none.
 Parameters that are settings (SPEC: every number is a setting) reach the SQL as the one-row table
 ``analytics_param``.
 
 The DuckDB database holds copies (the store is attached read-only, and detached before any query
-runs but a report's own, which may run while the ledger's first copy is made beside them, deferred_copy.py):
-nothing done here can write to the store. The views are TEMP, never written to the file. A
+runs): nothing done here can write to the store. The views are TEMP, never written to the file. A
 user's query (``playlisteval sql``, always in memory) must moreover be a single SELECT, and runs with
 DuckDB's file access switched off, so it cannot read or write files either.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Hashable
-from contextlib import ExitStack, suppress
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,11 +38,9 @@ import duckdb
 from sqlalchemy.engine import Engine
 
 from playlisteval.analytics import file_lease, ledger_groups, mirror, scan, sealed, sql_values
-from playlisteval.analytics.columns import AnalyticsError, DeferredCopyFailed
-from playlisteval.analytics.deferred_copy import DeferredCopy
+from playlisteval.analytics.columns import AnalyticsError
 from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import COLUMNS, run_options_rows
-from playlisteval.analytics.view_files import View, reading, views
 from playlisteval.config import Settings
 from playlisteval.eval import runkey
 from playlisteval.logs import get_logger
@@ -46,6 +52,42 @@ log = get_logger(__name__)
 T = TypeVar("T")
 
 FILE_NAME = "analytics.duckdb"  # the analytics file, in the project's folder (mirror.py)
+_FILE = re.compile(r"^(?:(\d+)_)?([a-z][a-z0-9_]*)\.sql$")
+
+
+MATERIALIZED_BELOW = 10  # NN_ prefixes under this are base facts, made tables once
+VIEW_MARK = "-- analytics: view"  # ...unless the file says so: a view over base facts, made by each query
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    description: str
+    sql: str
+    materialized: bool = False
+
+
+def views() -> list[View]:
+    """The packaged views, in creation order."""
+    found = []
+    for entry in resources.files("playlisteval.analytics").iterdir():
+        match = _FILE.match(entry.name)
+        if not match:
+            continue
+        sql = entry.read_text(encoding="utf-8")
+        comment = []
+        for line in sql.splitlines():
+            if not line.startswith("--"):
+                break
+            comment.append(line[2:].strip())
+        number = int(match.group(1)) if match.group(1) else None
+        order = (number is None, number or 0, entry.name)
+        found.append((order, View(match.group(2), " ".join(comment).strip(), sql,
+                                  materialized=number is not None and number < MATERIALIZED_BELOW
+                                  and VIEW_MARK not in sql)))
+    return [view for _, view in sorted(found, key=lambda pair: pair[0])]
+
+
 # What the views read; `playlisteval sql` loads every table, every column instead.
 VIEW_TABLES = (
     "domain", "playlist", "video", "segment", "seed", "item", "qa", "distractor_set", "answer", "pair",
@@ -97,25 +139,22 @@ def analytics_file(settings: Settings | None) -> Path | None:
 
 
 def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[str, ...]],
-          path: Path | None, meanwhile: Callable[[], object] | None = None, defer: tuple[str, ...] = (),
-          ) -> tuple[duckdb.DuckDBPyConnection, SyncStats | None, Path | None, DeferredCopy | None]:
+          path: Path | None, meanwhile: Callable[[], object] | None = None,
+          ) -> tuple[duckdb.DuckDBPyConnection, SyncStats | None, Path | None]:
     """The store's tables in DuckDB: through DuckDB's scanners into the analytics file (or memory), else
     (no scanner for this store, a value SQLite stored with another type than its column's, a store
-    that kept changing) through the store's Python driver in one snapshot. ``meanwhile``, ``defer``: see
-    Mirror.sync; the deferred tables' copy, when there is one, runs on and holds the store attached."""
+    that kept changing) through the store's Python driver in one snapshot. ``meanwhile``: see Mirror.sync."""
     con, used = file_lease.connect(path)
     try:
         # reflected through the store's Python driver first: inside the attachment it may not connect
         columns = scan.store_columns(engine, None if names is None else list(names),
                                      {t: set(c) for t, c in skip.items()})
-        with ExitStack() as stack:
-            sqlite = stack.enter_context(scan.attached(con, engine))
+        with scan.attached(con, engine) as sqlite:
             # a user's `playlisteval sql` (every table) sees rows in the store's order and the ledger's rows;
             # our views need no order, and read the ledger's sums (ledger_groups.py)
-            copier = Mirror(con, engine, sqlite, columns, ordered=names is None, groups=names is not None)
-            stats = copier.sync(meanwhile, defer)
-            later = None if copier.pending is None else DeferredCopy(copier, copier.pending, stack.pop_all())
-        return con, stats, used, later
+            stats = Mirror(con, engine, sqlite, columns, ordered=names is None, groups=names is not None
+                           ).sync(meanwhile)
+        return con, stats, used
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])
         con.close()
@@ -126,28 +165,24 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
     tables = load_tables(engine) if names is None else load_tables(engine, names, skip_columns=skip)
     for name, table in tables.items():
         con.register(name, table)
-    return con, None, None, None
+    return con, None, None
 
 
 class Analytics:
     """An in-memory DuckDB holding the store's tables and the views. Use as a context manager."""
 
     def __init__(self, engine: Engine, settings: Settings | None = None, *, all_tables: bool = False,
-                 file: Path | None | bool = True, meanwhile: Callable[[], object] | None = None,
-                 defer_ledger: bool = False) -> None:
+                 file: Path | None | bool = True, meanwhile: Callable[[], object] | None = None) -> None:
         """``file``: the analytics file to keep up to date (True: ``analytics.duckdb`` in the project's
         folder when ``settings`` come from a project; False / None: memory only). ``all_tables``
         (`playlisteval sql`): every table and column, always in memory. ``meanwhile``: Python work (the
         report's imports) run on another thread while DuckDB copies rows, only when the sync copies any
-        (mirror.Mirror.sync). ``defer_ledger`` (a report): the ledger's first copy into the file runs beside
-        the work that follows (deferred_copy.py; ``wait_store``, ``settle``)."""
+        (mirror.Mirror.sync)."""
         self.engine = engine  # the store the tables came from (what labels the report, e.g. simulated)
         names = None if all_tables else VIEW_TABLES
         skip = {} if all_tables else HEAVY_COLUMNS
         path = None if all_tables else analytics_file(settings) if file is True else file or None
-        self._source = (names, skip, path)
-        defer = (ledger_groups.SOURCE,) if defer_ledger and not all_tables else ()
-        self.con, self.sync, self.file, self._later = _copy(engine, names, skip, path, meanwhile, defer)
+        self.con, self.sync, self.file = _copy(engine, names, skip, path, meanwhile)
         # one query at a time on the connection: its result is the connection's own until fetched, so
         # threads computing report sections side by side (report.build_sections) run execute and fetch under
         # this lock; DuckDB releases the GIL meanwhile, so another thread's Python goes on
@@ -157,8 +192,6 @@ class Analytics:
         self.settings = settings
         self.views = views()
         self._views_made = False  # made by the first query: a report whose sections are cached needs none
-        self._views_left: list[View] = []  # the ledger's views, made once its deferred copy is in
-        self._ledger = reading(self.views, ledger_groups.TABLE)
 
     def ensure_views(self) -> None:
         """The views (and the tables under them) made, once; before any query of ours or a user's."""
@@ -187,67 +220,17 @@ class Analytics:
             protocols = {}
         sql_values.temp_table(self.con, "judge_run_options", COLUMNS,
                               run_options_rows(judge_run, settings, protocols))
-        # the ledger's sums, where its rows were loaded (the Python loader, `playlisteval sql`); a deferred copy
-        # makes them itself
-        if not self.deferring:
-            ledger_groups.ensure(self.con, mirror.FINAL_CALL_STATUSES)
-        deferring = self.deferring
-        self._views_left = [view for view in self.views if deferring and self._ledger.search(view.name)]
-        self._make([view for view in self.views if view not in self._views_left], locked=not deferring)
-
-    def _make(self, made: list[View], locked: bool) -> None:
-        for view in made:
+        # the ledger's sums, where its rows were loaded (the Python loader, `playlisteval sql`)
+        ledger_groups.ensure(self.con, mirror.FINAL_CALL_STATUSES)
+        for view in self.views:
             try:  # TEMP: the analytics file keeps the store's tables only, never the views
                 kind = "TEMP TABLE" if view.materialized else "TEMP VIEW"
                 self.con.execute(f"CREATE {kind} {view.name} AS {view.sql}")
             except duckdb.Error as exc:  # a packaged view that fails is a bug: say which
                 raise AnalyticsError(f"view {view.name}: {exc}") from exc
-        if locked:  # from here on no file can be read or written, whatever a query asks (once the store is
-            # released: a deferred copy still reads it)
-            self.con.execute("SET enable_external_access = false")
-            self.con.execute("SET lock_configuration = true")
-
-    @property
-    def deferring(self) -> bool:
-        """Whether a deferred copy still holds the store (``wait_store``)."""
-        return self._later is not None and not self._later.released
-
-    def wait_store(self) -> None:
-        """The deferred copy ended and the store released: before anything reads the ledger (``_fetched``
-        waits by itself) or opens the store (attribution's records, the funnel, the banner, provenance). A
-        copy that failed raises DeferredCopyFailed (``settle`` then copies everything again)."""
-        later = self._later
-        if later is None:
-            return
-        with self._query_lock:
-            if not later.released:
-                later.wait()
-                if later.error is None and self._views_made:
-                    self._make(self._views_left, locked=True)
-                    self._views_left = []
-                if self.sync is not None and later.error is None:
-                    for name in later.names:
-                        self.sync.actions[name] = "loaded"
-        if later.error is not None:
-            raise DeferredCopyFailed(f"copying {', '.join(later.names)} into the analytics file: {later.error}")
-
-    def settle(self) -> bool:
-        """After the sections: True when everything they read is one state of the store. When the deferred
-        copy failed or a commit came between (deferred_copy.py), the store is copied again in one go and the
-        views made anew: False — what was computed is computed again."""
-        if self._later is None:
-            return True
-        with suppress(DeferredCopyFailed):  # copied again below
-            self.wait_store()
-        later, self._later = self._later, None
-        if later.ok:
-            return True
-        self.con.close()
-        file_lease.release(self.file)
-        names, skip, path = self._source
-        self.con, self.sync, self.file, _ = _copy(self.engine, names, skip, path)
-        self._views_made, self._views_left, self._shared = False, [], {}
-        return False
+        # from here on no file can be read or written, whatever a query asks
+        self.con.execute("SET enable_external_access = false")
+        self.con.execute("SET lock_configuration = true")
 
     def __enter__(self) -> Analytics:
         return self
@@ -257,9 +240,6 @@ class Analytics:
         self.close()
 
     def close(self) -> None:
-        if self._later is not None:  # the store released, and the copy's thread done, before the file closes
-            with self._query_lock:
-                self._later.wait()
         self.con.close()
         file_lease.release(self.file)
         self.file = None
@@ -281,8 +261,6 @@ class Analytics:
         Execute + fetch, not sql(): a relation made with parameters runs its query twice (measured: 0.16 s
         against 0.03 s for an aggregate over a million judgments)."""
         self.ensure_views()
-        if self.deferring and self._ledger.search(sql):
-            self.wait_store()
         try:
             with self._query_lock:
                 cursor = sql_values.execute(self.con, sql, params or [])

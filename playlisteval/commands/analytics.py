@@ -15,16 +15,14 @@ from rich.text import Text
 from playlisteval.commands.support import console, emit_json, err_console, progress_bar, settings_of
 
 
-def _open(ctx: click.Context, *, all_tables: bool = False, meanwhile: Any = None, defer_ledger: bool = False) -> Any:
-    """The settings and the analytics; ``meanwhile``: run while the store is copied, ``defer_ledger``: the
-    ledger's first copy made beside what follows (runner.Analytics)."""
+def _open(ctx: click.Context, *, all_tables: bool = False, meanwhile: Any = None) -> Any:
+    """The settings and the analytics; ``meanwhile``: run while the store is copied (runner.Analytics)."""
     from playlisteval.analytics import Analytics
     from playlisteval.store import open_store
 
     settings = settings_of(ctx)
     with err_console.status("loading the store into DuckDB …"):
-        return settings, Analytics(open_store(settings), settings, all_tables=all_tables, meanwhile=meanwhile,
-                                   defer_ledger=defer_ledger)
+        return settings, Analytics(open_store(settings), settings, all_tables=all_tables, meanwhile=meanwhile)
 
 
 def _cell(value: Any) -> str:
@@ -217,7 +215,7 @@ def report(ctx: click.Context, out: Path, benchmark: str | None, quiet: bool, as
     blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:  # else mkdir says only "File exists"
         raise click.BadParameter(f"{out}: {blocking} is a file, not a folder", param_hint="OUT")
-    settings, an = _open(ctx, meanwhile=import_sections, defer_ledger=True)
+    settings, an = _open(ctx, meanwhile=import_sections)
     with an:
         with progress_bar("report", "sections") as update:
             page = write_page(an, settings, out, benchmark, progress=update, extra=[html_section])
