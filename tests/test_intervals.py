@@ -253,3 +253,16 @@ def test_a_rate_near_the_ceiling_from_few_clusters_carries_a_caution() -> None:
     assert cluster_mean(np.r_[np.ones(20), np.zeros(20)], np.arange(40)).caution is None
     assert cluster_mean(np.ones(200), np.arange(200)).caution is None  # 200 clusters: not flagged
     assert cluster_difference(np.ones(40), np.zeros(40), np.arange(40)).caution is None  # rates only
+
+
+def test_codes_already_numbered_by_first_appearance_come_back_as_they_are() -> None:
+    """The shortcut for codes a caller ranked once gives what the sort gives, and only for such codes."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        raw = rng.integers(-2, 9, int(rng.integers(1, 30)))
+        ranked = intervals.cluster_codes([int(v) for v in raw])  # through the dict: the reference numbering
+        assert intervals.cluster_codes(raw).tolist() == ranked.tolist()
+        assert intervals.cluster_codes(ranked).tolist() == ranked.tolist()
+    for odd in ([1, 0, 1], [0, 2, 1], [0, 0, -1], [0, 1, 3]):  # not numbered so: the sort's numbers
+        assert intervals.cluster_codes(np.array(odd)).tolist() == intervals.cluster_codes([*odd]).tolist()
+    assert intervals.cluster_codes(np.array([True, False, True])).tolist() == [0, 1, 0]
