@@ -55,8 +55,9 @@ class RunFacts:
 @dataclass(frozen=True)
 class Matrix:
     """``score[row, column]`` (NaN: not judged) and ``verdict`` (VERDICT_A / VERDICT_B, 0 none) of run
-    ``runs[row]`` on pair ``pairs[column]``; each pair's cluster (an index into ``labels`` and ``members``)
-    and its domain and gap as codes into ``domains`` and ``gaps`` (None: NULL)."""
+    ``runs[row]`` (``row``: a run id's row) on pair ``pairs[column]``; each pair's cluster (an index into
+    ``labels`` and ``members``) and, in ``split``, its domain's and its gap's code into that column's values
+    (None: NULL)."""
 
     runs: list[RunFacts]
     row: dict[int, int]
@@ -67,9 +68,6 @@ class Matrix:
     labels: np.ndarray
     members: np.ndarray | None
     split: dict[str, tuple[np.ndarray, list[Any]]]  # "domain" / "gap" → (each pair's code, the values)
-
-    def run(self, run_id: int) -> RunFacts:
-        return self.runs[self.row[run_id]]
 
 
 def of(an: Analytics, bench: dict[str, Any] | None, unit: str) -> Matrix:
