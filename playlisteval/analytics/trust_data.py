@@ -113,15 +113,16 @@ def load(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") ->
     the report's bootstrap unit, under which the judgment matrix is shared)."""
     where, params = ("j.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
     obs = Observations()
-    main = {int(r["run_id"]) for r in an.rows("SELECT run_id FROM main_run")}
+    # the scores from the judgment matrix the rate sections read too (judgment_matrix.py: one read of a
+    # million judgments per report), which also says which runs are main ones
+    m = judgment_matrix.of(an, bench, unit)
+    main = {run.run_id for run in m.runs if run.main}
     for r in an.rows(f"SELECT r.id, r.judge, r.evidence, r.scope, r.swapped, r.modality, r.settings "
                      f"FROM judge_run AS r WHERE {where.replace('j.', 'r.')}", params):
         run_id = int(r["id"])
         obs.runs[run_id] = Run(run_id, str(r["judge"]), str(r["evidence"]), str(r["scope"]), bool(r["swapped"]),
                                str(r["modality"] or ""), runkey.parse_settings(r["settings"]), run_id in main)
-    # the scores from the judgment matrix the rate sections read too (judgment_matrix.py: one read of a
-    # million judgments per report); each run's judged pairs ascending, as dicts and as arrays
-    m = judgment_matrix.of(an, bench, unit)
+    # each run's judged pairs ascending, as dicts and as arrays
     present = ~np.isnan(m.score)
     for run in m.runs:
         row = m.row[run.run_id]
