@@ -7,9 +7,9 @@ items with 10 pairs each, all in one benchmark; ``--runs`` judge runs (retrieved
 
 Then, each in a fresh process (bench/report_steps.py), with the machine's load average beside it:
 
-1. loaders: judgment + ledger rows into DuckDB by the Python driver (the old path), by DuckDB's own
-   scanner and by ADBC's driver (when adbc-driver-sqlite is installed); with ``--postgres URL`` the same
-   on a PostgreSQL copy of the store;
+1. loaders: judgment rows + the ledger's groups (store/call_groups.py) into DuckDB by the Python driver
+   (the old path), by DuckDB's own scanner and by ADBC's driver (when adbc-driver-sqlite is installed);
+   with ``--postgres URL`` the same on a PostgreSQL copy of the store;
 2. the full report (`write_report`: the analytics file synced, every section, the HTML page) — cold
    (no analytics file), again with nothing changed (the sections reused from the file's cache,
    analytics/section_cache.py), and after a new judge run is appended (every section computed again);
@@ -128,7 +128,7 @@ def run(work: Path, items: int, runs: int, calls: int, seed: int, postgres: str 
     if postgres:
         stores["postgresql"] = copy_to_postgres(root, postgres)
     results["loaders"] = {}
-    print("judgment + ledger rows into DuckDB:")
+    print("judgment rows + the ledger's groups into DuckDB:")
     for kind, project in stores.items():
         for way in ways:
             r = results["loaders"][f"{kind}/{way}"] = _step("loader", way, str(project))

@@ -137,7 +137,7 @@ def figures_file(project: Path) -> dict[str, Any]:
     with scan.attached(con, engine) as sqlite:
         actions = mirror.Mirror(con, engine, sqlite, columns).sync().actions
     board = con.execute(FIGURES_SQL.replace("store.", "")).fetchall()
-    # the file keeps the ledger as its sums (analytics/ledger_groups.py)
+    # the ledger is read as its sums, kept by the store (store/call_groups.py)
     spend = con.execute("SELECT provider || '/' || model, sum(usd) FROM call_groups WHERE purpose = 'build' "
                         "GROUP BY ALL ORDER BY 1").fetchall()
     lap = clock.lap()
@@ -145,7 +145,8 @@ def figures_file(project: Path) -> dict[str, Any]:
 
 
 def loader(way: str, project: Path) -> dict[str, Any]:
-    """judgment and model_call (the columns the views read) into an in-memory DuckDB."""
+    """judgment (the columns the views read) and the ledger as the report reads it (its sums per kind of call,
+    kept by the store: store/call_groups.py) into an in-memory DuckDB."""
     import duckdb
 
     from playlisteval.analytics import scan
@@ -156,7 +157,7 @@ def loader(way: str, project: Path) -> dict[str, Any]:
 
     settings = load_settings(project)
     engine = open_store(settings)
-    names = ["judgment", "model_call"]
+    names = ["judgment", "call_groups"]
     skip = {t: set(c) for t, c in HEAVY_COLUMNS.items()}
     columns = scan.store_columns(engine, names, skip)
     clock = Clock()

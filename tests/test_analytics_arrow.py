@@ -8,14 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pytest
 from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import Analytics, AnalyticsError, ledger_groups, load_tables
-from playlisteval.analytics.mirror import FINAL_CALL_STATUSES
+from playlisteval.analytics import Analytics, AnalyticsError, load_tables
 from playlisteval.analytics.runner import FILE_NAME, HEAVY_COLUMNS, VIEW_TABLES
 from playlisteval.config import Settings
 from playlisteval.eval.runs import drop_run
@@ -61,22 +59,13 @@ def test_scanner_gives_the_python_loaders_tables(kind: str, tmp_path: Path, requ
     python = load_tables(engine, VIEW_TABLES, skip_columns=HEAVY_COLUMNS)
     with Analytics(engine, settings, file=False) as an:
         assert an.sync is not None, "the scanner path was not taken"
-        assert an.sync.held_as("model_call") == ledger_groups.TABLE  # the ledger's sums, not its rows
-        python[ledger_groups.TABLE] = _groups_of(python.pop("model_call"))
+        assert "model_call" not in python and "call_groups" in python  # the ledger's sums, not its rows
         for name, expected in python.items():
             got = an.table(f"SELECT * FROM {name}")
             assert got.schema.names == expected.schema.names, name
             for field in expected.schema:  # the same types: ints, floats, booleans, JSON as text
                 assert got.schema.field(field.name).type == field.type, f"{name}.{field.name}"
             assert _sorted(got) == _sorted(expected), name
-
-
-def _groups_of(ledger: pa.Table) -> pa.Table:
-    """The ledger rows' groups, made as the views' fallback makes them where rows were loaded."""
-    con = duckdb.connect()
-    con.register("model_call", ledger)
-    ledger_groups.ensure(con, FINAL_CALL_STATUSES)
-    return con.execute(f"SELECT * FROM {ledger_groups.TABLE}").fetch_arrow_table()
 
 
 def _copy_run(engine: Engine, source: int, created_at: float) -> int:
@@ -146,23 +135,21 @@ def test_a_dropped_run_and_a_changed_item_state_are_never_stale(tmp_path: Path,
 def test_a_ledger_row_finished_after_the_copy_is_read_again(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     settings, engine = _store(tmp_path, "sqlite", request)
     with transaction(engine) as s:
-        call = ModelCall(request_hash="late", role="G", provider="sim", model="judge", purpose="eval",
+        call = ModelCall(request_hash="late", role="G", provider="sim", model="late-judge", purpose="eval",
                          status="in_flight", estimated_usd=0.5)
         s.add(call)
         s.flush()
         call_id = call.id
-    with Analytics(engine, settings) as an:  # a group of its own, marked to be read again
-        assert an.rows("SELECT status, usd, calls FROM call_groups WHERE open_id = ?", [call_id]) == [
-            {"status": "in_flight", "usd": 0.0, "calls": 1}]
+    late = "SELECT status, usd, calls FROM call_groups WHERE model = 'late-judge'"
+    with Analytics(engine, settings) as an:  # in its group of calls in flight
+        assert an.rows(late) == [{"status": "in_flight", "usd": 0.0, "calls": 1}]
     with transaction(engine) as s:
         row = s.get(ModelCall, call_id)
         assert row is not None
-        row.status, row.usd = "ok", 0.1 + 0.2  # read again through the store's own SQL: exactly, to the last bit
+        row.status, row.usd = "ok", 0.1 + 0.2  # moved by the store's triggers: exactly, to the last bit
     with Analytics(engine, settings) as an:
-        assert an.sync is not None and an.sync.actions["model_call"].startswith("appended")  # re-read by id
-        assert an.rows("SELECT status, usd, open_id FROM call_groups WHERE max_id = ?", [call_id]) == [
-            {"status": "ok", "usd": 0.1 + 0.2, "open_id": None}]
-        assert an.rows("SELECT count(*) AS n FROM call_groups WHERE open_id IS NOT NULL") == [{"n": 0}]
+        assert an.sync is not None and an.sync.actions["call_groups"] == "whole"  # re-read: the store changed
+        assert an.rows(late) == [{"status": "ok", "usd": 0.1 + 0.2, "calls": 1}]
         assert _views(an) == _fresh_views(engine, settings)
 
 
@@ -174,8 +161,9 @@ def test_a_busy_file_and_loose_types_fall_back(tmp_path: Path, request: pytest.F
         assert first.file is not None and second.file is None and second.sync is not None  # memory, scanned
         assert _views(second) == _views(first)
     with engine.begin() as conn:
-        conn.execute(text("UPDATE model_call SET input_tokens = 'lots' WHERE id = (SELECT min(id) FROM model_call)"))
-    with pytest.raises(AnalyticsError, match=r"model_call\.input_tokens holds a value that is not int64"):
+        conn.execute(text("UPDATE call_groups SET input_tokens = 'lots' "
+                          "WHERE rowid = (SELECT min(rowid) FROM call_groups)"))
+    with pytest.raises(AnalyticsError, match=r"call_groups\.input_tokens holds a value that is not int64"):
         Analytics(engine, settings, file=False)
 
 
@@ -224,7 +212,7 @@ def test_a_store_made_again_at_the_same_place_is_copied_afresh(tmp_path: Path,
         s.add(ModelCall(request_hash="more", role="G", provider="sim", model="judge", purpose="eval", status="ok"))
     with Analytics(engine, settings) as an:
         assert an.sync is not None
-        assert an.sync.actions["model_call"].startswith("reloaded")
+        assert an.sync.actions["judgment"].startswith("reloaded")
         assert an.rows("SELECT count(*) AS n FROM judge_run WHERE judge = 'alpha'") == [{"n": 0}]
         assert _views(an) == _fresh_views(engine, settings)
 

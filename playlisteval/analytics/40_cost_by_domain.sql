@@ -3,7 +3,7 @@
 -- questions, the spend, pooled = spend / accepted questions, and the mean ± sample sd and range over
 -- the domain's runs of each run's spend / accepted questions (runs with no accepted question have no
 -- per-question cost and are left out of those four, not out of the spend). 'All' pools every domain.
--- The ledger is read as its sums (call_groups: analytics/ledger_groups.py).
+-- The ledger is read as its sums (call_groups: store/call_groups.py).
 WITH spend AS (
     SELECT item_id, sum(usd) AS usd
     FROM call_groups

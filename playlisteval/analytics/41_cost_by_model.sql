@@ -1,7 +1,7 @@
 -- Build cost by model (SPEC K3, paper Table 20): the ledger's build calls per "provider/model", with
 -- the roles each played, tokens (input + output + thinking), GPU-hours, spend, share of the build's
 -- spend, and spend per accepted question (over all accepted questions). 'All' is the whole build. The
--- ledger is read as its sums (call_groups: analytics/ledger_groups.py): a group counts its calls.
+-- ledger is read as its sums (call_groups: store/call_groups.py): a group counts its calls.
 WITH calls AS (
     SELECT
         provider || '/' || model AS model,

@@ -1,6 +1,6 @@
 -- Cost by role (SPEC block) and purpose (build / eval / index): calls, failed calls, cache hits,
 -- tokens, GPU-hours, spend, and share of that purpose's spend. The ledger is read as its sums (call_groups:
--- analytics/ledger_groups.py): a group counts its calls.
+-- store/call_groups.py): a group counts its calls.
 WITH calls AS (
     SELECT
         purpose,

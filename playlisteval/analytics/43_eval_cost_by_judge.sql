@@ -6,7 +6,7 @@
 -- distinct runs; tokens (input + output + thinking) for hosted judges, GPU-hours for local ones (priced by
 -- the GPU-hour); spend per pass is one scoring of the benchmark under that protocol. The 'All' row totals
 -- every call and gives no per-pass figure: a mean over different protocols is no pass's cost. The ledger is
--- read as its sums (call_groups: analytics/ledger_groups.py): a group counts its calls.
+-- read as its sums (call_groups: store/call_groups.py): a group counts its calls.
 WITH calls AS (
     SELECT
         coalesce(r.judge, c.provider || '/' || c.model) AS judge,

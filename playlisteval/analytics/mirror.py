@@ -3,17 +3,14 @@ each report so that a second report reads only what changed.
 
 Tables are kept by one of two policies:
 
-* **append** (``judgment``, ``model_call``: the big ones, rows added and seldom changed) — rows past
-  the id watermark are read through the store's own index and appended. Rows that may still change
-  are re-read by id: ledger rows whose status is not final (a call in flight, one marked interrupted).
-  Then the copy is checked against the store — same count, same largest id — and any difference
-  (``eval drop`` deleted a run's judgments, an id reused after a delete) reloads the table whole; so
-  does a judge run that vanished or was made anew under the same id (its ``created_at`` differs).
-  The ledger is kept as the sums the report reads rather than as rows (``call_groups``,
-  ledger_groups.py): a group's ``calls`` and ``max_id`` stand for its rows' count and largest id in
-  that check, and each unfinished row is a group of its own, re-read by id.
-* **whole** — everything else (items change state, runs change status): small, re-read every time
-  into memory (TEMP tables): the file holds the append-only tables only.
+* **append** (``judgment``: the big one, rows added and seldom changed) — rows past the id watermark
+  are read through the store's own index and appended. Then the copy is checked against the store —
+  same count, same largest id — and any difference (``eval drop`` deleted a run's judgments, an id
+  reused after a delete) reloads the table whole; so does a judge run that vanished or was made anew
+  under the same id (its ``created_at`` differs).
+* **whole** — everything else (items change state, runs change status): small, re-read whenever the
+  store changed. The ledger is one of them: the report reads its sums (``call_groups``, kept by the
+  store's triggers: store/call_groups.py), a few thousand rows where the ledger holds a million.
 
 A table whose columns changed (a migration), a file made from another store (or from one deleted and
 made again at the same place), or a file DuckDB cannot open is rebuilt from scratch. Nothing here
@@ -26,12 +23,12 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import duckdb
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import ledger_groups, scan, store_stamps
+from playlisteval.analytics import scan, store_stamps
 from playlisteval.analytics.scan import Column, quote
 from playlisteval.analytics.store_stamps import Stamp
 from playlisteval.logs import get_logger
@@ -40,66 +37,31 @@ log = get_logger(__name__)
 
 META = "_mirror"  # per table: what was copied (signature, count, largest id, rows to re-read)
 STORE_ROW = ".store"  # META's row for the whole store: the SQLite files' stamps the last sync ended at
-OPEN_IDS_MAX = 10_000  # more unfinished ledger rows than this: the table is reloaded whole instead
 RETRIES = 3  # syncs repeated while another process commits in between (SQLite: no shared snapshot)
 
 
 @dataclass(frozen=True)
 class Policy:
-    """How an append-only table is kept: ``open_rows`` picks (in DuckDB SQL) the copied rows that may
-    still change and are re-read next time; ``runs_checked``: rows belong to judge runs, and a run that
-    disappeared or was made anew invalidates the copy; ``grouped``: the copy holds the rows' groups
-    (ledger_groups.py) rather than the rows, wherever the mirror keeps groups (Mirror's ``groups``)."""
+    """How an append-only table is kept: ``runs_checked``: rows belong to judge runs, and a run that
+    disappeared or was made anew invalidates the copy."""
 
-    open_rows: str | None = None
     runs_checked: bool = False
-    grouped: bool = False
 
 
-@dataclass(frozen=True)
-class Stored:
-    """Where and how the file holds a table: its name there, the SQL that makes its rows from the store's
-    (``shape``, given a SELECT of the store's rows), the store's row count and largest id as read from it,
-    and the column of the ids to re-read."""
-
-    table: str
-    grouped: bool = False
-    count: str = "count(*)"
-    largest: str = "coalesce(max(id), 0)"
-    id_column: str = "id"
-
-    @classmethod
-    def of(cls, name: str, policy: Policy | None, groups: bool) -> Stored:
-        if policy is not None and policy.grouped and groups:
-            return cls(ledger_groups.TABLE, True, f"coalesce({ledger_groups.COUNT}, 0)",
-                       f"coalesce({ledger_groups.LARGEST}, 0)", ledger_groups.OPEN_ID)
-        return cls(name)
-
-    def shape(self, rows_sql: str) -> str:
-        return ledger_groups.grouped(rows_sql, FINAL_CALL_STATUSES) if self.grouped else rows_sql
-
-
-# model_call: a row is written 'in_flight', finished later, and one marked 'interrupted' may still be
-# finished by the worker that made it (models/runner.py)
-FINAL_CALL_STATUSES = ("ok", "cached", "error", "malformed")
-APPEND: dict[str, Policy] = {
-    "judgment": Policy(runs_checked=True),
-    "model_call": Policy(open_rows="status NOT IN (" + ", ".join(f"'{s}'" for s in FINAL_CALL_STATUSES) + ")",
-                         grouped=True),
-}
+APPEND: dict[str, Policy] = {"judgment": Policy(runs_checked=True)}
+#: where an earlier version kept a table's copy, by the store's name: the ledger's rows as the file's own
+#: groups (before the store kept them, store/call_groups.py); dropped when the copy no longer holds the table
+LEGACY_COPIES = {"model_call": ("model_call", "call_groups")}
+#: the tables whose first row (id and creation time) tells a store made again at the same place from the
+#: one copied, with the tables that stand for them in a report's copy (the ledger is read as its sums)
+IDENTITY_TABLES = {"model_call": ("model_call", "call_groups"), "judge_run": ("judge_run",)}
 
 
 @dataclass
 class SyncStats:
-    """What one sync did, per table: 'whole', 'appended N', 'reloaded (why)', 'unchanged'; and the name of
-    each table's copy where it is not the store's (the ledger's groups)."""
+    """What one sync did, per table: 'whole', 'appended N', 'reloaded (why)', 'unchanged'."""
 
     actions: dict[str, str]
-    stored: dict[str, str] = field(default_factory=dict)
-
-    def held_as(self, name: str) -> str:
-        """The table holding the copy of the store's table ``name``."""
-        return self.stored.get(name, name)
 
     @property
     def reloaded(self) -> list[str]:
@@ -111,11 +73,10 @@ class Mirror:
     store attached as ``store`` (scan.attach)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine, sqlite: bool,
-                 columns: Mapping[str, list[Column]], *, ordered: bool = False, groups: bool = True) -> None:
-        """``ordered``: each table's rows kept in the store's order (slower: one core writes them);
-        ``groups``: the ledger kept as ``call_groups`` (False: as its rows, for `playlisteval sql`)."""
+                 columns: Mapping[str, list[Column]], *, ordered: bool = False) -> None:
+        """``ordered``: each table's rows kept in the store's order (slower: one core writes them)."""
         self.con, self.engine, self.sqlite, self.columns = con, engine, sqlite, columns
-        self.ordered, self.groups = ordered, groups
+        self.ordered = ordered
         self._side: threading.Thread | None = None  # sync's meanwhile, while a sync runs
         self.identity = self._identity()
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {META} (name VARCHAR PRIMARY KEY, signature VARCHAR, "
@@ -130,7 +91,7 @@ class Mirror:
         if self.columns:  # the scanner's first read of a WAL store may make its -wal and -shm: read first
             self.con.execute(f"SELECT 1 FROM {scan.ALIAS}.{quote(next(iter(self.columns)))} LIMIT 1").fetchall()
         if database and self._unchanged_since(store_stamps.settled_stamp(database)):
-            return SyncStats({name: "unchanged" for name in self.columns}, self._stored_names())
+            return SyncStats({name: "unchanged" for name in self.columns})
         side = None if meanwhile is None else threading.Thread(target=_quietly, args=(meanwhile,),
                                                                 name="analytics-meanwhile", daemon=True)
         self._side = side  # started by _sync_once as the big tables' copy starts
@@ -156,8 +117,7 @@ class Mirror:
     def _store_state(self, stamp: Stamp) -> str:
         """The SQLite store's file stamps with every table's signature (store, identity, columns)."""
         return json.dumps([[list(part) if part else None for part in stamp],
-                           {name: self._signature(columns, Stored.of(name, APPEND.get(name), self.groups))
-                            for name, columns in sorted(self.columns.items())}])
+                           {name: self._signature(columns) for name, columns in sorted(self.columns.items())}])
 
     def _unchanged_since(self, stamp: Stamp) -> bool:
         """Whether the last sync into this file ended at this very state of the store: its files'
@@ -186,6 +146,14 @@ class Mirror:
         self.con.execute("BEGIN")
         try:  # the state a previous sync remembered is not this one's until it has finished
             self.con.execute(f"DELETE FROM {META} WHERE name = {scan.literal(STORE_ROW)}")
+            # what an earlier version kept and this one does not (the ledger's rows, kept as groups by the file
+            # until the store kept them): no longer a table of the copy
+            for name, in self.con.execute(f"SELECT name FROM {META} WHERE name <> {scan.literal(STORE_ROW)}"
+                                          ).fetchall():
+                if name not in self.columns:
+                    self.con.execute(f"DELETE FROM {META} WHERE name = {scan.literal(name)}")
+                    for table in LEGACY_COPIES.get(name, (name,)):
+                        self.con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
             runs = self._runs() if "judge_run" in self.columns else None
             # the small tables first, the big ones last (one transaction: the order changes nothing copied)
             for name in sorted(self.columns, key=lambda n: n in APPEND):
@@ -198,11 +166,7 @@ class Mirror:
             raise
         finally:
             self.con.execute("RESET preserve_insertion_order")
-        return SyncStats(actions, self._stored_names())
-
-    def _stored_names(self) -> dict[str, str]:
-        return {name: held for name in self.columns
-                if (held := Stored.of(name, APPEND.get(name), self.groups).table) != name}
+        return SyncStats(actions)
 
     def _identity(self) -> str:
         """Which store this is beyond its URL: a store deleted and made again at the same place (its
@@ -214,20 +178,18 @@ class Mirror:
                                          False)[0])]
         # a file system may give a new file the inode just freed: the first ledger row and the first
         # judge run, with their creation times, say it too (a ledger row is never deleted)
-        for table in ("model_call", "judge_run"):
-            if table in self.columns:
+        for table, copied_as in IDENTITY_TABLES.items():
+            if any(name in self.columns for name in copied_as):
                 first = self.con.execute(f"SELECT * FROM {'sqlite_query' if self.sqlite else 'postgres_query'}"
                                          f"('{scan.ALIAS}', 'SELECT id, created_at FROM {table} ORDER BY id LIMIT 1')"
                                          ).fetchall()
                 parts.append(repr(first))
         return "/".join(parts)
 
-    def _signature(self, columns: list[Column], stored: Stored | None = None) -> str:
-        """What a table's copy was made from: the store, its columns, and how the file holds them (a
-        ledger kept as rows by an earlier version is loaded again as groups)."""
-        how = [] if stored is None or not stored.grouped else [stored.table]
+    def _signature(self, columns: list[Column]) -> str:
+        """What a table's copy was made from: the store and its columns."""
         return json.dumps([str(self.engine.url.render_as_string(hide_password=True)), self.identity,
-                           [(c.name, str(c.kind)) for c in columns], *how])
+                           [(c.name, str(c.kind)) for c in columns]])
 
     def _runs(self) -> str:
         """The judge runs as they are in the store now: id and creation time (a run dropped and made
@@ -242,16 +204,11 @@ class Mirror:
                                f"WHERE name = {scan.literal(name)}").fetchone()
         return None if row is None else (row[0], row[1], row[2], row[3], row[4])
 
-    def _record(self, name: str, columns: list[Column], runs: str | None, policy: Policy, stored: Stored) -> None:
+    def _record(self, name: str, columns: list[Column], runs: str | None) -> None:
         n, max_id = self.con.execute(  # type: ignore[misc]
-            f"SELECT {stored.count}, {stored.largest} FROM {quote(stored.table)}").fetchone()
-        open_ids: list[int] = []
-        if policy.open_rows:
-            which = f"{stored.id_column} IS NOT NULL" if stored.grouped else policy.open_rows
-            open_ids = [int(r[0]) for r in self.con.execute(
-                f"SELECT {stored.id_column} FROM {quote(stored.table)} WHERE {which} ORDER BY 1").fetchall()]
-        values = [scan.literal(name), scan.literal(self._signature(columns, stored)), str(int(n)), str(int(max_id)),
-                  scan.literal(json.dumps(open_ids)), scan.literal(runs or "[]")]
+            f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}").fetchone()
+        values = [scan.literal(name), scan.literal(self._signature(columns)), str(int(n)), str(int(max_id)),
+                  "'[]'", scan.literal(runs or "[]")]
         self.con.execute(f"INSERT OR REPLACE INTO {META} VALUES ({', '.join(values)})")
 
     def _table(self, name: str, columns: list[Column], runs: str | None) -> str:
@@ -259,52 +216,36 @@ class Mirror:
         if policy is None:  # re-read whenever the store changed; kept in the file for a sync with nothing
             # to do (``_unchanged_since``: SQLite only; PostgreSQL's copies stay in memory, read every time)
             return self._whole(name, columns, "whole", temp=_sqlite_file(self.engine, self.sqlite) is None)
-        stored = Stored.of(name, policy, self.groups)
         meta = self._meta(name)
-        if meta is None or meta[0] != self._signature(columns, stored):
-            action = self._whole(name, columns, "reloaded (another store, or new columns)" if meta else "loaded",
-                                 stored=stored)
-            if stored.table != name:  # the rows an earlier version kept, now kept as groups
-                self.con.execute(f"DROP TABLE IF EXISTS {quote(name)}")
+        if meta is None or meta[0] != self._signature(columns):
+            action = self._whole(name, columns, "reloaded (another store, or new columns)" if meta else "loaded")
         else:
-            action = self._append(name, columns, policy, meta, runs, stored)
-        self._record(name, columns, runs, policy, stored)
+            action = self._append(name, columns, policy, meta, runs)
+        self._record(name, columns, runs)
         return action
 
-    def _whole(self, name: str, columns: list[Column], action: str, *, temp: bool = False,
-               stored: Stored | None = None) -> str:
+    def _whole(self, name: str, columns: list[Column], action: str, *, temp: bool = False) -> str:
         kind = "TEMP TABLE" if temp else "TABLE"
-        stored = stored or Stored(name)
-        self.con.execute(f"CREATE OR REPLACE {kind} {quote(stored.table)} AS "
-                         f"{stored.shape(scan.select_all(name, columns))}")
+        self.con.execute(f"CREATE OR REPLACE {kind} {quote(name)} AS {scan.select_all(name, columns)}")
         return action
 
     def _append(self, name: str, columns: list[Column], policy: Policy, meta: tuple[str, int, int, str, str],
-                runs: str | None, stored: Stored) -> str:
-        _signature, _n, max_id, open_json, runs_before = meta
-        table = quote(stored.table)
+                runs: str | None) -> str:
+        _signature, _n, max_id, _open, runs_before = meta
+        table = quote(name)
         if policy.runs_checked and runs is not None:
             now = {tuple(r) for r in json.loads(runs)}
             gone = [r for r in json.loads(runs_before) if tuple(r) not in now]
             if gone:
-                return self._whole(name, columns, f"reloaded (judge run {gone[0][0]} dropped or made anew)",
-                                   stored=stored)
-        open_ids = [int(i) for i in json.loads(open_json)]
-        if len(open_ids) > OPEN_IDS_MAX:
-            return self._whole(name, columns, "reloaded (many unfinished rows)", stored=stored)
-        where = f"id > {int(max_id)}"
-        if open_ids:
-            listed = ", ".join(str(i) for i in open_ids)
-            where += f" OR id IN ({listed})"
-            self.con.execute(f"DELETE FROM {table} WHERE {stored.id_column} IN ({listed})")
-        before = self.con.execute(f"SELECT {stored.count} FROM {table}").fetchone()[0]  # type: ignore[index]
-        self.con.execute(f"INSERT INTO {table} {stored.shape(scan.select_where(name, columns, where, self.sqlite))}")
-        after = self.con.execute(f"SELECT {stored.count}, {stored.largest} FROM {table}").fetchone()
-        n_store, max_store = scan.native_row(self.con, f"SELECT count(*), coalesce(max(id), 0) FROM {quote(name)}",
+                return self._whole(name, columns, f"reloaded (judge run {gone[0][0]} dropped or made anew)")
+        before = self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
+        self.con.execute(f"INSERT INTO {table} {scan.select_where(name, columns, f'id > {int(max_id)}', self.sqlite)}")
+        after = self.con.execute(f"SELECT count(*), coalesce(max(id), 0) FROM {table}").fetchone()
+        n_store, max_store = scan.native_row(self.con, f"SELECT count(*), coalesce(max(id), 0) FROM {table}",
                                              self.sqlite)
         if after is None or (int(after[0]), int(after[1])) != (int(n_store), int(max_store)):
-            return self._whole(name, columns, "reloaded (rows deleted or replaced in the store)", stored=stored)
-        added = int(after[0]) - int(before)  # the rows read: new ones, and unfinished ones read again
+            return self._whole(name, columns, "reloaded (rows deleted or replaced in the store)")
+        added = int(after[0]) - int(before)
         return f"appended {added}" if added else "unchanged"
 
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 from sqlalchemy.engine import Engine
 
-from playlisteval.analytics import file_lease, ledger_groups, mirror, scan, sealed, sql_values
+from playlisteval.analytics import file_lease, mirror, scan, sealed, sql_values
 from playlisteval.analytics.columns import AnalyticsError
 from playlisteval.analytics.mirror import Mirror, SyncStats
 from playlisteval.analytics.run_options import COLUMNS, run_options_rows
@@ -92,7 +92,8 @@ def views() -> list[View]:
 VIEW_TABLES = (
     "domain", "playlist", "video", "segment", "seed", "item", "qa", "distractor_set", "answer", "pair",
     "benchmark", "benchmark_pair", "benchmark_question", "judge_run", "judgment", "retrieval_run", "ranking",
-    "model_call", "gate_result", "judge_error", "retrieval_error",
+    # the ledger as the report reads it: its sums per kind of call, kept by the store (store/call_groups.py)
+    "call_groups", "gate_result", "judge_error", "retrieval_error",
     "benchmark_protocol", "benchmark_version",  # issue 22: main runs by the stored protocol; versions
     "external_score",  # issue 20: the last `eval correlate` input, drawn by the report's scatter
     "benchmark_gate",  # issue 41: each benchmark's own weak-judge verdicts (accuracy by gap)
@@ -112,10 +113,6 @@ HEAVY_COLUMNS = {
     "ranking": ("top_segments",),
     "judge_error": ("error",),
     "benchmark_version": ("snapshot",),  # a superseded version's frozen export: read from the store itself
-    # the ledger: a million unique request hashes would be most of what the analytics file writes; and, as
-    # in judgment, the columns no view reads (a third less CPU to copy a million rows of each, measured)
-    "model_call": ("request_hash", "error", "worker", "estimated_usd", "latency_s", "cached_input_tokens",
-                   "batch_id", "created_at", "finished_at"),
 }
 
 
@@ -150,10 +147,8 @@ def _copy(engine: Engine, names: tuple[str, ...] | None, skip: dict[str, tuple[s
         columns = scan.store_columns(engine, None if names is None else list(names),
                                      {t: set(c) for t, c in skip.items()})
         with scan.attached(con, engine) as sqlite:
-            # a user's `playlisteval sql` (every table) sees rows in the store's order and the ledger's rows;
-            # our views need no order, and read the ledger's sums (ledger_groups.py)
-            stats = Mirror(con, engine, sqlite, columns, ordered=names is None, groups=names is not None
-                           ).sync(meanwhile)
+            # a user's `playlisteval sql` (every table) sees rows in the store's order; our views need none
+            stats = Mirror(con, engine, sqlite, columns, ordered=names is None).sync(meanwhile)
         return con, stats, used
     except (scan.ScanUnavailable, mirror.Raced, duckdb.Error) as exc:
         log.info("analytics.python_loader", reason=(str(exc) or type(exc).__name__).splitlines()[0])
@@ -220,8 +215,6 @@ class Analytics:
             protocols = {}
         sql_values.temp_table(self.con, "judge_run_options", COLUMNS,
                               run_options_rows(judge_run, settings, protocols))
-        # the ledger's sums, where its rows were loaded (the Python loader, `playlisteval sql`)
-        ledger_groups.ensure(self.con, mirror.FINAL_CALL_STATUSES)
         for view in self.views:
             try:  # TEMP: the analytics file keeps the store's tables only, never the views
                 kind = "TEMP TABLE" if view.materialized else "TEMP VIEW"

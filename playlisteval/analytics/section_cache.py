@@ -59,7 +59,7 @@ def code_version() -> str:
 
 def _tables(an: Analytics) -> list[str]:
     """The store's tables as the sync left them (the analytics file's and the ones re-read into memory)."""
-    return [an.sync.held_as(name) for name in sorted(an.sync.actions)] if an.sync is not None else []
+    return sorted(an.sync.actions) if an.sync is not None else []
 
 
 def key(an: Analytics, settings: Settings, benchmark: str | None) -> str:

@@ -15,6 +15,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from playlisteval.store import benchmark_gate
+from playlisteval.store.call_groups import install as install_call_groups
 from playlisteval.store.counts import install as install_store_counts
 from playlisteval.store.eval_migrations import move_error_judgments, stamp_options_hash
 from playlisteval.store.media_paths import relative_inside_project
@@ -200,6 +201,9 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     # each benchmark's own gate record of every pair of its sampled questions, dropped ones too: its card's
     # accuracy by gap and weak judges (backfilled from its drawn pairs' verdicts, else the pairs')
     ("2312_benchmark_gate", in_order(create_tables("benchmark_gate"), benchmark_gate.backfill)),
+    # the ledger's sums per kind of call, kept by triggers, backfilled: a cold report copies the groups, not
+    # the million rows under them (issue 43)
+    ("4300_call_groups", install_call_groups),
     # Append here. Number ranges per area keep parallel work apart: 0010–0019 models, 0020–0029
     # index, 0030–0039 builder, 0040–0059 evaluation. Use add_column / create_tables.
 ]
