@@ -5,6 +5,7 @@ the groups as the rows say, a file an earlier version wrote included."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from playlisteval.analytics import Analytics
 from playlisteval.analytics.mirror import META
 from playlisteval.analytics.runner import FILE_NAME
 from playlisteval.store import migrate, transaction
-from playlisteval.store.call_groups import KEY, SUMMED, TABLE
+from playlisteval.store.call_groups import KEY, SUMMED, TABLE, TRIGGER
 from playlisteval.store.tables import ModelCall
 from tests.test_analytics_arrow import STORES, _fresh_views, _store, _views
 
@@ -121,6 +122,47 @@ def test_concurrent_writers_on_postgresql_keep_the_sums(tmp_path: Path, request:
     assert fresh == kept and _empty_groups(engine) == 0
 
 
+def test_a_batch_of_ledger_rows_beside_a_paid_call_never_deadlocks(tmp_path: Path,
+                                                                    request: pytest.FixtureRequest) -> None:
+    """PostgreSQL: a transaction writing two paid calls (as a batch writes its rows) and another writing one
+    paid call into the second's group, interleaved. Each takes its purpose's total before any group, so the
+    second waits for the first; with the groups taken first they would wait for each other (a deadlock)."""
+    _settings, engine = _store(tmp_path, "postgresql", request)
+    first_written, errors = threading.Event(), []
+
+    def call(s: Any, item: int) -> None:
+        s.add(ModelCall(request_hash=f"b{item}", role="G", provider="sim", model="m", purpose="build",
+                        status="ok", item_id=item, usd=0.25))
+        s.flush()
+
+    def batch() -> None:
+        try:
+            with transaction(engine) as s:
+                call(s, 1)
+                first_written.set()
+                time.sleep(0.5)  # the other writer reaches its row meanwhile
+                call(s, 2)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    def single() -> None:
+        first_written.wait(10)
+        try:
+            with transaction(engine) as s:
+                call(s, 2)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=batch), threading.Thread(target=single)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    fresh, kept = _grouped(engine)
+    assert fresh == kept
+
+
 @pytest.mark.parametrize("kind", STORES)
 def test_a_ledger_written_before_the_groups_is_backfilled(kind: str, tmp_path: Path,
                                                           request: pytest.FixtureRequest) -> None:
@@ -128,7 +170,7 @@ def test_a_ledger_written_before_the_groups_is_backfilled(kind: str, tmp_path: P
     on = " ON model_call" if kind == "postgresql" else ""
     with engine.begin() as conn:  # the store as an earlier version left it: no groups, no triggers
         for op in ("insert", "update", "delete"):
-            conn.execute(text(f"DROP TRIGGER call_groups_{op}{on}"))
+            conn.execute(text(f"DROP TRIGGER {TRIGGER}_{op}{on}"))
         conn.execute(text(f"DROP TABLE {TABLE}"))
         conn.execute(text("DELETE FROM schema_migration WHERE name = '4300_call_groups'"))
     _calls(engine, 20)

@@ -16,9 +16,13 @@ holds other rows is subtracted: the sum can then differ from summing the remaini
 last bits (~1e-16 of it), as any running total does.
 
 Concurrency: on SQLite writers are serialized. On PostgreSQL a group's row lock orders the writers of
-that group until they commit; every eval or build call already takes its purpose's ``spend_total`` row
-the same way, so this adds no new wait to a paid call. An update that moves a row takes its two groups
-in key order, the one order every writer takes. A value SQLite stored with another type than its
+that group until they commit; every paid call already takes its purpose's ``spend_total`` row the same
+way, so this adds no new wait to a paid call. PostgreSQL fires a row's triggers in the order of their
+names: these are named to fire after the purpose's total and the counters (``TRIGGER``), so a paid
+change takes its purpose's total before any group, and a transaction that writes several ledger rows
+(a batch's) cannot hold one group while another writer holds the total and waits for that group (a
+deadlock, with the groups' triggers first). An update that moves a row takes its two groups in key
+order, the one order every writer takes. A value SQLite stored with another type than its
 column's (only a raw write can make one) adds as SQLite's arithmetic reads it, as the other totals do.
 """
 
@@ -31,6 +35,7 @@ TABLE = "call_groups"
 SOURCE = "model_call"
 KEY = ("purpose", "role", "provider", "model", "item_id", "run_id", "status", "cache_hit")
 SUMMED = ("input_tokens", "output_tokens", "thinking_tokens", "gpu_seconds", "usd")
+TRIGGER = "tally_call_groups"  # after spend_total_* and store_count_* in name order (see above)
 _NONE = -1  # item_id / run_id NULL in the unique key (ids start at 1): NULLs never conflict in an index
 #: not on SQLModel's metadata: created by its migration, which also installs the triggers
 METADATA = MetaData()
@@ -82,10 +87,10 @@ def _sqlite_triggers() -> list[str]:
     changed = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in columns)
     minus = _add("OLD", "-", False) + " " + _drop_if_empty("OLD")
     return [
-        *(f"DROP TRIGGER IF EXISTS call_groups_{op}" for op in ("insert", "delete", "update")),
-        f"CREATE TRIGGER call_groups_insert AFTER INSERT ON {SOURCE} BEGIN {_add('NEW', '+', False)} END",
-        f"CREATE TRIGGER call_groups_delete AFTER DELETE ON {SOURCE} BEGIN {minus} END",
-        f"CREATE TRIGGER call_groups_update AFTER UPDATE OF {', '.join(columns)} ON {SOURCE} WHEN {changed} "
+        *(f"DROP TRIGGER IF EXISTS {TRIGGER}_{op}" for op in ("insert", "delete", "update")),
+        f"CREATE TRIGGER {TRIGGER}_insert AFTER INSERT ON {SOURCE} BEGIN {_add('NEW', '+', False)} END",
+        f"CREATE TRIGGER {TRIGGER}_delete AFTER DELETE ON {SOURCE} BEGIN {minus} END",
+        f"CREATE TRIGGER {TRIGGER}_update AFTER UPDATE OF {', '.join(columns)} ON {SOURCE} WHEN {changed} "
         f"BEGIN {minus} {_add('NEW', '+', False)} END",
     ]
 
@@ -108,10 +113,10 @@ $fn$"""
     run = "FOR EACH ROW {when} EXECUTE PROCEDURE call_groups_track()"
     return [
         function,
-        *(f"DROP TRIGGER IF EXISTS call_groups_{op} ON {SOURCE}" for op in ("insert", "delete", "update")),
-        f"CREATE TRIGGER call_groups_insert AFTER INSERT ON {SOURCE} " + run.format(when=""),
-        f"CREATE TRIGGER call_groups_delete AFTER DELETE ON {SOURCE} " + run.format(when=""),
-        f"CREATE TRIGGER call_groups_update AFTER UPDATE ON {SOURCE} " + run.format(when=f"WHEN ({changed})"),
+        *(f"DROP TRIGGER IF EXISTS {TRIGGER}_{op} ON {SOURCE}" for op in ("insert", "delete", "update")),
+        f"CREATE TRIGGER {TRIGGER}_insert AFTER INSERT ON {SOURCE} " + run.format(when=""),
+        f"CREATE TRIGGER {TRIGGER}_delete AFTER DELETE ON {SOURCE} " + run.format(when=""),
+        f"CREATE TRIGGER {TRIGGER}_update AFTER UPDATE ON {SOURCE} " + run.format(when=f"WHEN ({changed})"),
     ]
 
 
