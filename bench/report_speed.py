@@ -48,6 +48,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a file: bench/report_speed.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.index_command import python_loop_s
 from bench.report_store import append_run, build_store, copy_to_postgres
 from playlisteval.config import load_settings
 
@@ -144,11 +145,15 @@ def run(work: Path, items: int, runs: int, calls: int, seed: int, postgres: str 
     duck = results["duckdb_figures"] = _best(repeat, "figures", str(root))
     show("DuckDB (scanner)", duck)
     results["speedup_vs_pandas"] = {"same_figures": round(pd_["s"] / duck["s"], 1)}
-    print("full report (Analytics + every section + HTML):")
+    # the host's speed now (a fixed pure-Python loop's CPU): the cold report is mostly Python, and shared hosts
+    # run it 20-40 % slower at times (measured: the same tree 3.08 s and 4.13 s an hour apart, at the same load)
+    results["python_loop_s"] = [python_loop_s()]
+    print(f"full report (Analytics + every section + HTML); host: Python loop {results['python_loop_s'][0]:.2f} s:")
     out = str(work / "report.html")
     cold = results["report_cold"] = _best(repeat, "report", str(root), out,
                                           before=lambda: (root / "analytics.duckdb").unlink(missing_ok=True))
     show("cold (no analytics file)", cold)
+    results["python_loop_s"].append(python_loop_s())
     kept_page = work.parent / "report-cold.html"
     # the reference read before the cold page is kept: given the kept page itself (an earlier run's, the usual
     # way to compare trees), writing first would compare the page with itself
@@ -222,7 +227,11 @@ def goals(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
     over_file = pandas_s / results["duckdb_figures_file"]["s"]
     over_store = pandas_s / results["duckdb_figures"]["s"]
     return {
-        f"full report, cold <= {COLD_MAX_S:g} s": (f"{cold:.2f} s", cold <= COLD_MAX_S),
+        # with the host's Python loop beside it (before and after the cold runs): the goal was set on a host
+        # whose loop took ~0.4 s
+        f"full report, cold <= {COLD_MAX_S:g} s": (
+            f"{cold:.2f} s (Python loop {'-'.join(f'{x:.2f}' for x in results.get('python_loop_s', []))} s)",
+            cold <= COLD_MAX_S),
         f"full report, nothing changed <= {UNCHANGED_MAX_S:g} s": (f"{same:.2f} s", same <= UNCHANGED_MAX_S),
         f"pandas's two figures / the report, nothing changed >= {OVER_PANDAS_MIN:g}x":
             (f"{over_same:.1f}x", over_same >= OVER_PANDAS_MIN),

@@ -193,7 +193,7 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
     from playlisteval.analytics.rates import Bootstrap
 
     boot = Bootstrap.of(settings)
-    makers: list[tuple[str, Callable[[], Section]]] = [
+    makers: list[tuple[str, Callable[[], section_threads.Made]]] = [
         ("leaderboard", lambda: rate_sections.leaderboard(an, bench, boot)),
         ("gap", lambda: rate_sections.gap(an, bench, boot)),
         ("scope", lambda: rate_sections.scope(an, bench, boot, settings.analytics.scope_order)),
@@ -201,7 +201,8 @@ def build_sections(an: Analytics, settings: Settings, bench: dict[str, Any] | No
         ("bias", lambda: rate_sections.bias(an, bench, boot)),
         ("sweeps", lambda: rate_sections.sweeps(an, bench, boot)),
         ("shortcuts", lambda: rate_sections.shortcuts(an, bench, boot)),
-        ("trust", lambda: trust_sections.section(an, bench, boot, settings.eval.evidence)),  # issue 21
+        # issue 21; its figures computed in a forked child while the other sections are (forked.py)
+        ("trust", lambda: trust_sections.start_section(an, bench, boot, settings.eval.evidence)),
         ("retrieval", lambda: rate_sections.retrieval(an, boot)),
         ("ablation", lambda: retriever_ablation.section(an, boot)),  # issue 20: Tables 2 and 4, Figs 5 right and 8
         ("external", lambda: check_sections.external(an, bench, boot)),  # issue 20: Fig. 7

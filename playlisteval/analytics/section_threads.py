@@ -18,7 +18,11 @@ import gc
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from playlisteval.analytics.tabular import Section
+from playlisteval.analytics.tabular import Deferred, Section
+
+#: what a section's maker gives: the section, or the section still being computed elsewhere (the trust
+#: figures in a forked child, forked.py), finished once the threads are done: the thread goes on meanwhile
+Made = Section | Deferred
 
 THREADS = 2  # one thread's Python beside another's query: more would only queue on the GIL and the connection
 #: the order the sections start in (the rest after, in the page's order): the trust figures first (the longest,
@@ -45,9 +49,10 @@ def import_sections() -> None:
     )
 
 
-def compute(makers: Sequence[tuple[str, Callable[[], Section]]],
+def compute(makers: Sequence[tuple[str, Callable[[], Made]]],
             progress: Callable[[str, int, int], None] | None = None) -> list[Section]:
-    """Each (name, maker)'s section, in the given order; started in START's order, then the others'.
+    """Each (name, maker)'s section, in the given order; started in START's order, then the others'. A maker
+    may give a Deferred section (``Made``): finished, in the page's order, once the threads are done.
     ``progress(task, done, total)`` as each section of the page's order is ready; the first failure is
     raised once the sections already running have finished (no thread is left behind)."""
     rank = {name: k for k, name in enumerate(START)}
@@ -62,20 +67,29 @@ def compute(makers: Sequence[tuple[str, Callable[[], Section]]],
         gc.unfreeze()
 
 
-def _computed(makers: Sequence[tuple[str, Callable[[], Section]]], order: list[int],
+def _computed(makers: Sequence[tuple[str, Callable[[], Made]]], order: list[int],
               progress: Callable[[str, int, int], None] | None) -> list[Section]:
-    with ThreadPoolExecutor(THREADS, thread_name_prefix="report-section") as pool:
-        started: dict[int, Future[Section]] = {i: pool.submit(makers[i][1]) for i in order}
-        sections: list[Section] = []
-        try:
-            for done in range(len(makers)):
-                if progress:
-                    progress("report sections", done, len(makers))
-                sections.append(started[done].result())
-        except BaseException:
-            for future in started.values():  # not started yet: never started
-                future.cancel()
-            raise
+    sections: list[Section] = []
+    started: dict[int, Future[Made]] = {}
+    try:
+        with ThreadPoolExecutor(THREADS, thread_name_prefix="report-section") as pool:
+            started.update({i: pool.submit(makers[i][1]) for i in order})
+            try:
+                for done in range(len(makers)):
+                    if progress:
+                        progress("report sections", done, len(makers))
+                    made = started[done].result()
+                    sections.append(made if isinstance(made, Section) else made.finish())
+            except BaseException:
+                for future in started.values():  # not started yet: never started
+                    future.cancel()
+                raise
+    except BaseException:  # the threads are done: what they started elsewhere (a forked child) is ended
+        for future in started.values():
+            given = None if future.cancelled() or future.exception() is not None else future.result()
+            if isinstance(given, Deferred):  # finished already: its cancel does nothing
+                given.cancel()
+        raise
     if progress:
         progress("report sections", len(makers), len(makers))
     return sections

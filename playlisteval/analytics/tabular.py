@@ -6,7 +6,7 @@ terminal prints them as text, never as markup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,14 @@ class Section:
     figures: list[tuple[str, str]] = field(default_factory=list)
     examples: list[dict[str, Any]] = field(default_factory=list)
 
+
+@dataclass(frozen=True)
+class Deferred:
+    """A section still being computed elsewhere (a forked child, analytics/forked.py): ``finish()`` waits
+    for it and lays it out; ``cancel()`` ends the work when the section is no longer wanted."""
+
+    finish: Callable[[], Section]
+    cancel: Callable[[], None]
 
 
 #: the leaderboard's overall table (rate_sections.py), which the CLI also reads back from a kept page

@@ -108,17 +108,42 @@ class Observations:
                 if r.main and r.evidence == evidence and r.scope == "domain" and not r.swapped}
 
 
-def load(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") -> Observations:
-    """Every judgment of the benchmark (all benchmarks when none is chosen) with its pair's facts (``unit``:
+@dataclass(frozen=True)
+class Read:
+    """What the observations are made from, as read from the analytics file: the judgment matrix, the
+    runs' rows and the pairs' facts (``build`` makes the observations without the file: in a forked
+    child, forked.py)."""
+
+    matrix: judgment_matrix.Matrix
+    runs: list[dict[str, Any]]
+    facts: dict[str, Any]
+
+
+def read(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") -> Read:
+    """The benchmark's judgments (every benchmark's when none is chosen) and their facts, read (``unit``:
     the report's bootstrap unit, under which the judgment matrix is shared)."""
-    where, params = ("j.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
-    obs = Observations()
+    where, params = ("r.benchmark_id = ?", [bench["id"]]) if bench else ("true", [])
     # the scores from the judgment matrix the rate sections read too (judgment_matrix.py: one read of a
     # million judgments per report), which also says which runs are main ones
     m = judgment_matrix.of(an, bench, unit)
+    runs = an.rows(f"SELECT r.id, r.judge, r.evidence, r.scope, r.swapped, r.modality, r.settings "
+                   f"FROM judge_run AS r WHERE {where}", params)
+    facts = an.arrays("SELECT p.pair_id, p.item_id, p.better_rating, p.worse_rating, c.question, c.video, "
+                      "c.playlist, c.video_b, c.playlist_b FROM pair_facts AS p "
+                      "JOIN question_cluster AS c ON c.item_id = p.item_id ORDER BY p.pair_id")
+    return Read(m, runs, facts)
+
+
+def load(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") -> Observations:
+    """Every judgment of the benchmark (all benchmarks when none is chosen) with its pair's facts."""
+    return build(read(an, bench, unit))
+
+
+def build(got: Read) -> Observations:
+    """The observations of what ``read`` read."""
+    m, obs = got.matrix, Observations()
     main = {run.run_id for run in m.runs if run.main}
-    for r in an.rows(f"SELECT r.id, r.judge, r.evidence, r.scope, r.swapped, r.modality, r.settings "
-                     f"FROM judge_run AS r WHERE {where.replace('j.', 'r.')}", params):
+    for r in got.runs:
         run_id = int(r["id"])
         obs.runs[run_id] = Run(run_id, str(r["judge"]), str(r["evidence"]), str(r["scope"]), bool(r["swapped"]),
                                str(r["modality"] or ""), runkey.parse_settings(r["settings"]), run_id in main)
@@ -134,9 +159,7 @@ def load(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") ->
     # each pair's facts in the order of its first judgment by (run, pair)
     first_run = np.argmax(present, axis=0) if len(m.runs) else np.zeros(len(m.pairs), dtype=np.int64)
     judged = m.pairs[np.lexsort((m.pairs, first_run))]
-    facts = an.arrays("SELECT p.pair_id, p.item_id, p.better_rating, p.worse_rating, c.question, c.video, "
-                      "c.playlist, c.video_b, c.playlist_b FROM pair_facts AS p "
-                      "JOIN question_cluster AS c ON c.item_id = p.item_id ORDER BY p.pair_id")
+    facts = got.facts
     fact_ids = np.asarray(facts["pair_id"], dtype=np.int64)
     at = np.minimum(np.searchsorted(fact_ids, judged), max(len(fact_ids) - 1, 0))
     if len(judged) and (not len(fact_ids) or np.any(fact_ids[at] != judged)):  # the join above: never
@@ -155,8 +178,17 @@ def load(an: Analytics, bench: dict[str, Any] | None, unit: str = "question") ->
 def answer_ratings(an: Analytics, pairs: set[int]) -> dict[int, dict[int, float]]:
     """question → every answer's rating in the answer set its benchmark pairs come from (answers named by
     their rating: a set holds one answer per rating)."""
-    got = an.arrays("SELECT DISTINCT p.pair_id, p.item_id, a.rating FROM pair_facts AS p "
-                    "JOIN answer AS a ON a.set_id = p.set_id")
+    return ratings_of(read_ratings(an), pairs)
+
+
+def read_ratings(an: Analytics) -> dict[str, Any]:
+    """Each pair's question and the ratings of its answer set, as read (``ratings_of`` keeps the judged)."""
+    return an.arrays("SELECT DISTINCT p.pair_id, p.item_id, a.rating FROM pair_facts AS p "
+                     "JOIN answer AS a ON a.set_id = p.set_id")
+
+
+def ratings_of(got: dict[str, Any], pairs: set[int]) -> dict[int, dict[int, float]]:
+    """``answer_ratings`` of what ``read_ratings`` read."""
     # as arrays, each (question, rating) once: the 50k rows at 1M judgments as dicts were ~0.05 s of the section
     judged = np.fromiter(pairs, dtype=np.int64, count=len(pairs))
     keep = np.isin(np.asarray(got["pair_id"], dtype=np.int64), judged)

@@ -7,14 +7,15 @@ the results out (cells as text, intervals as the shared ``ci`` cells), so the pa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from playlisteval.analytics import agreement, trust, trust_data, trust_position
+from playlisteval.analytics import agreement, forked, trust, trust_data, trust_position
 from playlisteval.analytics.intervals import Interval
 from playlisteval.analytics.power import mde_cell
 from playlisteval.analytics.rates import Bootstrap
 from playlisteval.analytics.runner import Analytics
-from playlisteval.analytics.tabular import Col, Section, display
+from playlisteval.analytics.tabular import Col, Deferred, Section, display
 
 PAIRED_COLS = [Col("judge_a", "Judge A"), Col("judge_b", "Judge B"), Col("pairs", "Pairs", "int"),
                Col("difference_ci", "A − B pts [CI]", "cipts"), Col("p_value", "p", "p"),
@@ -35,13 +36,38 @@ def _interval(d: dict[str, Any] | None) -> Interval | None:
                     d.get("level", 0.95), d.get("p_value"), d.get("null"))
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What the trust figures read from the analytics file, read before they are computed."""
+
+    judgments: trust_data.Read
+    positions: dict[int, dict[str, float]]
+    ratings: dict[str, Any]
+    boot: Bootstrap
+    evidence: str
+
+
 def figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> dict[str, Any]:
     """Every trust figure of the benchmark, as JSON-ready dicts."""
-    obs = trust_data.load(an, bench, boot.unit)
+    return start_figures(an, bench, boot, evidence).result()
+
+
+def start_figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str
+                  ) -> forked.Child[dict[str, Any]]:
+    """``figures``, read here and computed in a forked child while the caller goes on (forked.py: ~1 CPU-s
+    of Python at 1M judgments, off this process's GIL); ``result()`` waits for them."""
+    read = _Read(trust_data.read(an, bench, boot.unit), trust_data.segment_positions(an),
+                 trust_data.read_ratings(an), boot, evidence)
+    return forked.start(_computed, read, "trust figures")
+
+
+def _computed(read: _Read) -> dict[str, Any]:
+    obs, evidence, boot = trust_data.build(read.judgments), read.evidence, read.boot
     return {"power": trust.power_figures(obs, evidence), "paired": trust.paired_table(obs, evidence, boot),
             "stability": trust.stability_figures(obs, boot), "blind": trust.blind_figures(obs, boot),
-            "position": trust_position.position_figures(obs, trust_data.segment_positions(an), evidence, boot),
-            "best_of": trust.best_of_figures(obs, trust_data.answer_ratings(an, set(obs.units)), evidence, boot),
+            "position": trust_position.position_figures(obs, read.positions, evidence, boot),
+            "best_of": trust.best_of_figures(obs, trust_data.ratings_of(read.ratings, set(obs.units)), evidence,
+                                             boot),
             "agreement": agreement.figures(obs, evidence, boot)}  # issue 40: alpha, kappa per judge pair
 
 
@@ -117,7 +143,16 @@ def _rates(fig: dict[str, Any]) -> list[dict[str, Any]]:
 def section(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> Section:
     """The report's section: power per unit, judge − judge with Holm, stability, blind, position, best-of-5,
     agreement between judges."""
-    fig = figures(an, bench, boot, evidence)
+    return start_section(an, bench, boot, evidence).finish()
+
+
+def start_section(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> Deferred:
+    """``section``, its figures computed while the caller goes on (``finish()`` gives it)."""
+    child = start_figures(an, bench, boot, evidence)
+    return Deferred(lambda: _section(child.result(), boot), child.cancel)
+
+
+def _section(fig: dict[str, Any], boot: Bootstrap) -> Section:
     power_rows = [{**u, "icc": _num(u["icc"]), "design_effect": _num(u["design_effect"]),
                    "mde_cell": mde_cell(u),
                    "pairs_for_5": next((p["pairs"] for p in u["pairs_for"] or [] if p["difference"] == 0.05), None)}
