@@ -25,6 +25,8 @@ import os
 import pickle
 import signal
 import sys
+import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -35,6 +37,9 @@ T = TypeVar("T")
 A = TypeVar("A")
 log = get_logger(__name__)
 ENABLED = sys.platform.startswith("linux") and hasattr(os, "fork")
+#: held while a child is forked and its pipe's write end closed here: a child forked by another thread
+#: meanwhile would inherit that end, and the reader would wait for both children to exit before it saw EOF
+_FORKING = threading.Lock()
 
 
 class Child(Generic[T]):
@@ -49,19 +54,25 @@ class Child(Generic[T]):
         if not ENABLED:
             self._value, self._done = self._compute(), True
             return
-        read_end, write_end = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError as exc:  # no process to spare (limits, memory): here instead
-            os.close(read_end)
-            os.close(write_end)
-            log.info("analytics.fork_failed", what=what, error=str(exc))
+        with _FORKING:  # no other child forked while this one's write end is open here (it would hold it)
+            read_end, write_end = os.pipe()
+            try:
+                with warnings.catch_warnings():  # Python 3.12+ warns of any fork in a threaded process: see above
+                    warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+                    pid = os.fork()
+            except OSError as exc:  # no process to spare (limits, memory): here instead
+                os.close(read_end)
+                os.close(write_end)
+                log.info("analytics.fork_failed", what=what, error=str(exc))
+                pid = -1
+            if pid == 0:  # the child: compute, send, exit without running anything of the parent's
+                os.close(read_end)
+                _child(self._compute, write_end)
+            if pid > 0:
+                os.close(write_end)
+        if pid < 0:
             self._value, self._done = self._compute(), True
             return
-        if pid == 0:  # the child: compute, send, exit without running anything of the parent's
-            os.close(read_end)
-            _child(self._compute, write_end)
-        os.close(write_end)
         self._pid, self._read_end = pid, read_end
         self._reaper = weakref.finalize(self, _end, pid, read_end)  # never left behind, whatever happens
 

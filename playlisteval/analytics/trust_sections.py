@@ -47,15 +47,11 @@ class _Read:
     evidence: str
 
 
-def figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str) -> dict[str, Any]:
-    """Every trust figure of the benchmark, as JSON-ready dicts."""
-    return start_figures(an, bench, boot, evidence).result()
-
-
 def start_figures(an: Analytics, bench: dict[str, Any] | None, boot: Bootstrap, evidence: str
                   ) -> forked.Child[dict[str, Any]]:
-    """``figures``, read here and computed in a forked child while the caller goes on (forked.py: ~1 CPU-s
-    of Python at 1M judgments, off this process's GIL); ``result()`` waits for them."""
+    """Every trust figure of the benchmark, as JSON-ready dicts: read here, computed in a forked child while
+    the caller goes on (forked.py: ~0.8 CPU-s of Python at 1M judgments, off this process's GIL);
+    ``result()`` waits for them."""
     read = _Read(trust_data.read(an, bench, boot.unit), trust_data.segment_positions(an),
                  trust_data.read_ratings(an), boot, evidence)
     return forked.start(_computed, read, "trust figures")
