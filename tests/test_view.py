@@ -315,10 +315,10 @@ def test_the_same_pages_from_postgresql(settings: Settings, pg_url: str, tmp_pat
     pg_settings = project(tmp_path / "pg", store__url=pg_url, **OVERRIDES)
     pg = open_store(pg_settings)  # migrated: the same schema
     source, target = MetaData(), MetaData()
-    source.reflect(lite)
-    target.reflect(pg)
     read_by_the_viewer = {"domain", "playlist", "video", "segment", "seed", "item", "qa", "distractor_set", "answer",
                           "gate_result", "pair", "benchmark", "benchmark_pair", "judge_run", "judgment", "judge_error"}
+    source.reflect(lite, only=list(read_by_the_viewer))  # (not the ledger's groups: an index SQLAlchemy skips)
+    target.reflect(pg, only=list(read_by_the_viewer))
     copied = [t for t in target.sorted_tables if t.name in read_by_the_viewer]  # counters are kept by triggers
     with lite.connect() as read, pg.begin() as write:
         for table in reversed(copied):
