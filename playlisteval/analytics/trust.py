@@ -93,7 +93,7 @@ def power_figures(obs: Observations, evidence: str, alpha: float = power.ALPHA, 
     model = [j for j in mains if not j.startswith("shortcut/")] or list(mains)
     if not model:
         return {"note": f"no main run at {evidence} evidence: nothing to size", "units": {}}
-    ranked = sorted(model, key=lambda j: (-len(obs.scores[mains[j]]), j))
+    ranked = sorted(model, key=lambda j: (-len(obs.run_arrays(mains[j])[0]), j))
     a = ranked[0]
     b = next((j for j in ranked[1:]), None) or next((j for j in mains if j != a), None)
     if b is not None:
