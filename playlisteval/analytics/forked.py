@@ -117,6 +117,9 @@ def _end(pid: int, read_end: int) -> None:
 
 def _child(compute: Callable[[], T], write_end: int) -> None:
     code = 1
+    # nothing printed here: a stream's lock may have been held by another thread of the parent at the fork,
+    # and would never be let go in this child (a warning shown is the only print its computations could make)
+    warnings.simplefilter("ignore")
     try:
         blob = pickle.dumps(compute(), protocol=pickle.HIGHEST_PROTOCOL)
         with os.fdopen(write_end, "wb") as writing:
