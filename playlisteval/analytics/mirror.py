@@ -35,7 +35,7 @@ from playlisteval.logs import get_logger
 
 log = get_logger(__name__)
 
-META = "_mirror"  # per table: what was copied (signature, count, largest id, rows to re-read)
+META = "_mirror"  # per table: what was copied (signature, count, largest id; open_ids, left by earlier versions)
 STORE_ROW = ".store"  # META's row for the whole store: the SQLite files' stamps the last sync ended at
 RETRIES = 3  # syncs repeated while another process commits in between (SQLite: no shared snapshot)
 

@@ -190,12 +190,6 @@ def build(got: Read) -> Observations:
     return obs
 
 
-def answer_ratings(an: Analytics, pairs: set[int]) -> dict[int, dict[int, float]]:
-    """question → every answer's rating in the answer set its benchmark pairs come from (answers named by
-    their rating: a set holds one answer per rating)."""
-    return ratings_of(read_ratings(an), pairs)
-
-
 def read_ratings(an: Analytics) -> dict[str, Any]:
     """Each pair's question and the ratings of its answer set, as read (``ratings_of`` keeps the judged)."""
     return an.arrays("SELECT DISTINCT p.pair_id, p.item_id, a.rating FROM pair_facts AS p "
@@ -203,7 +197,8 @@ def read_ratings(an: Analytics) -> dict[str, Any]:
 
 
 def ratings_of(got: dict[str, Any], pairs: set[int]) -> dict[int, dict[int, float]]:
-    """``answer_ratings`` of what ``read_ratings`` read."""
+    """question → every answer's rating in the answer set its benchmark pairs (of ``pairs``) come from, of what
+    ``read_ratings`` read (answers named by their rating: a set holds one answer per rating)."""
     # as arrays, each (question, rating) once: the 50k rows at 1M judgments as dicts were ~0.05 s of the section
     judged = np.fromiter(pairs, dtype=np.int64, count=len(pairs))
     keep = np.isin(np.asarray(got["pair_id"], dtype=np.int64), judged)
